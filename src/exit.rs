@@ -1,0 +1,15 @@
+//! The documented process exit codes. `main` maps every outcome to exactly one of these.
+
+/// The run passed: every number of [0, N) arrived exactly once. Also: a command that has no
+/// verdict (plan, validate, cluster up, clean, ...) succeeded.
+pub const PASS: i32 = 0;
+/// The checker found a violation: a number missing, duplicated, or unexpected.
+pub const VIOLATION: i32 = 1;
+/// Bad input: a usage error or an invalid scenario file. Nothing was started.
+pub const BAD_INPUT: i32 = 2;
+/// Infrastructure failure: Docker unreachable, image missing, cluster never ready, port taken.
+pub const INFRASTRUCTURE: i32 = 3;
+/// The run could not decide: e.g. the read-back stopped short or the producer never finished.
+pub const INCONCLUSIVE: i32 = 4;
+/// Interrupted by Ctrl-C / SIGTERM (after cleanup). 128 + SIGINT, as shells report it.
+pub const INTERRUPTED: i32 = 130;

@@ -1,0 +1,362 @@
+//! The run's history: every operation of the producer and every fault as a timestamped event,
+//! one JSON object per line in `history.jsonl`.
+//!
+//! An outcome the producer could not learn is written as `ambiguous`, never as committed or
+//! aborted. When it is resolved later (by a retried commit or a read-back) that is a separate
+//! `txn_resolved` event, so the original uncertainty stays on record.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+/// A transaction id as the coordinator gave it: (most significant bits = coordinator id, least).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+pub struct TxnId {
+    pub most: u64,
+    pub least: u64,
+}
+
+impl std::fmt::Display for TxnId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "({},{})", self.most, self.least)
+    }
+}
+
+/// What the producer learned of a transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The coordinator confirmed the commit.
+    Committed,
+    /// The transaction definitively did not commit (abort confirmed, or it failed before any
+    /// commit was requested).
+    Aborted,
+    /// A commit was requested and no definitive answer came back.
+    Ambiguous,
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Outcome::Committed => "committed",
+            Outcome::Aborted => "aborted",
+            Outcome::Ambiguous => "ambiguous",
+        })
+    }
+}
+
+/// One line of history.jsonl.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Milliseconds since the run started.
+    pub t_ms: u64,
+    #[serde(flatten)]
+    pub body: EventBody,
+}
+
+/// Half-open number ranges `[start, end)`.
+pub type Ranges = Vec<(u64, u64)>;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EventBody {
+    RunStarted {
+        run_id: String,
+        seed: u64,
+        scenario: String,
+        topic: String,
+        partitions: u32,
+        messages: u64,
+        resend: String,
+        /// Unix time in milliseconds at t_ms = 0.
+        wall_ms: u64,
+    },
+    /// A transaction was opened to carry these numbers. `resend_of` names the attempt whose
+    /// numbers these are again.
+    TxnOpened {
+        attempt: u64,
+        txn: TxnId,
+        numbers: Ranges,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resend_of: Option<u64>,
+    },
+    /// Every SEND of the attempt has its receipt.
+    SendsAcked { attempt: u64, messages: u64 },
+    /// END_TXN COMMIT sent (try 1, 2, ... on the same txn id).
+    CommitRequested {
+        attempt: u64,
+        txn: TxnId,
+        try_no: u32,
+    },
+    /// END_TXN ABORT sent (or the abort was left to the coordinator's timeout).
+    AbortRequested {
+        attempt: u64,
+        txn: TxnId,
+        reason: String,
+    },
+    /// What the producer learned. `detail` carries the broker's error or the timeout.
+    TxnOutcome {
+        attempt: u64,
+        txn: TxnId,
+        outcome: Outcome,
+        detail: String,
+    },
+    /// An ambiguous attempt was later found to have committed or aborted.
+    TxnResolved {
+        attempt: u64,
+        txn: TxnId,
+        resolved: Outcome,
+        how: String,
+    },
+    /// The numbers of an attempt will be sent again in a new transaction.
+    ResendScheduled {
+        attempt: u64,
+        numbers: Ranges,
+        reason: String,
+    },
+    /// The numbers of an ambiguous attempt will not be sent again (resend policy).
+    ResendWithheld {
+        attempt: u64,
+        numbers: Ranges,
+        reason: String,
+    },
+    /// A fault began. `action` is the exact command or API call.
+    FaultStarted {
+        fault: String,
+        kind: String,
+        target: String,
+        planned_ms: Option<u64>,
+        action: String,
+        detail: String,
+    },
+    /// A fault was healed (or found already gone). `ok` false: the heal failed, see detail.
+    FaultHealed {
+        fault: String,
+        action: String,
+        ok: bool,
+        detail: String,
+    },
+    /// A planned fault did not fire, and why.
+    FaultSkipped { fault: String, reason: String },
+    /// A fault's injection failed.
+    FaultFailed { fault: String, error: String },
+    /// The producer stopped.
+    ProducerFinished {
+        committed: u64,
+        aborted: u64,
+        ambiguous: u64,
+        messages_committed: u64,
+        complete: bool,
+        detail: String,
+    },
+    /// Free text of note (reconnects, resume, read-back start and end).
+    Note { message: String },
+}
+
+/// The history of a run in progress. Cheap to clone; every clone appends to the same file.
+#[derive(Clone)]
+pub struct History {
+    inner: Arc<Mutex<Inner>>,
+    start: Instant,
+}
+
+struct Inner {
+    out: BufWriter<File>,
+    sinks: Vec<Box<dyn FnMut(&Event) + Send>>,
+}
+
+/// Errors of writing or reading a history file.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    #[error("cannot write the history {path}: {source}")]
+    Write {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read the history {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: not a history event: {message}")]
+    Parse {
+        path: String,
+        line: usize,
+        message: String,
+    },
+}
+
+impl History {
+    /// Create (or, with `append`, continue) the history at `path`. `start` is t_ms = 0.
+    pub fn create(path: &Path, start: Instant, append: bool) -> Result<History, HistoryError> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(append)
+            .write(true)
+            .truncate(!append)
+            .open(path)
+            .map_err(|source| HistoryError::Write {
+                path: path.display().to_string(),
+                source,
+            })?;
+        Ok(History {
+            inner: Arc::new(Mutex::new(Inner {
+                out: BufWriter::new(file),
+                sinks: Vec::new(),
+            })),
+            start,
+        })
+    }
+
+    /// Also hand every event to `sink` (live progress, `--json`).
+    pub fn add_sink(&self, sink: Box<dyn FnMut(&Event) + Send>) {
+        self.inner.lock().expect("history lock").sinks.push(sink);
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    pub fn start(&self) -> Instant {
+        self.start
+    }
+
+    /// Append one event. A write error is reported once through tracing and does not stop the
+    /// run: the verdict notes that the history is incomplete.
+    pub fn record(&self, body: EventBody) {
+        let ev = Event {
+            t_ms: self.now_ms(),
+            body,
+        };
+        let mut inner = self.inner.lock().expect("history lock");
+        let line = serde_json::to_string(&ev).expect("events serialize");
+        if let Err(e) = writeln!(inner.out, "{line}") {
+            tracing::error!("history write failed: {e}");
+        }
+        for sink in inner.sinks.iter_mut() {
+            sink(&ev);
+        }
+    }
+
+    /// Flush buffered events to the file (and the OS).
+    pub fn flush(&self) {
+        let mut inner = self.inner.lock().expect("history lock");
+        if let Err(e) = inner.out.flush() {
+            tracing::error!("history flush failed: {e}");
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let _ = self.out.flush();
+    }
+}
+
+/// Read a history file as a stream of events.
+pub fn read(
+    path: &Path,
+) -> Result<impl Iterator<Item = Result<Event, HistoryError>>, HistoryError> {
+    let p = path.display().to_string();
+    let file = File::open(path).map_err(|source| HistoryError::Read {
+        path: p.clone(),
+        source,
+    })?;
+    let reader = BufReader::new(file);
+    Ok(reader.lines().enumerate().filter_map(move |(i, line)| {
+        let line = match line {
+            Ok(l) => l,
+            Err(source) => {
+                return Some(Err(HistoryError::Read {
+                    path: p.clone(),
+                    source,
+                }))
+            }
+        };
+        if line.trim().is_empty() {
+            return None;
+        }
+        Some(
+            serde_json::from_str::<Event>(&line).map_err(|e| HistoryError::Parse {
+                path: p.clone(),
+                line: i + 1,
+                message: e.to_string(),
+            }),
+        )
+    }))
+}
+
+/// Read a whole history file into memory (small histories: tests, reports).
+pub fn read_all(path: &Path) -> Result<Vec<Event>, HistoryError> {
+    read(path)?.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_round_trip_through_a_file() {
+        let dir = tempdir();
+        let path = dir.join("history.jsonl");
+        let h = History::create(&path, Instant::now(), false).unwrap();
+        let txn = TxnId { most: 0, least: 7 };
+        h.record(EventBody::TxnOpened {
+            attempt: 1,
+            txn,
+            numbers: vec![(0, 100)],
+            resend_of: None,
+        });
+        h.record(EventBody::TxnOutcome {
+            attempt: 1,
+            txn,
+            outcome: Outcome::Ambiguous,
+            detail: "timeout".into(),
+        });
+        h.flush();
+        let events = read_all(&path).unwrap();
+        assert_eq!(events.len(), 2);
+        assert!(matches!(
+            events[1].body,
+            EventBody::TxnOutcome {
+                outcome: Outcome::Ambiguous,
+                ..
+            }
+        ));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("\"event\":\"txn_outcome\""), "{text}");
+        assert!(text.contains("\"outcome\":\"ambiguous\""), "{text}");
+    }
+
+    #[test]
+    fn a_bad_line_is_located() {
+        let dir = tempdir();
+        let path = dir.join("h.jsonl");
+        std::fs::write(
+            &path,
+            "{\"t_ms\":1,\"event\":\"note\",\"message\":\"x\"}\nnot json\n",
+        )
+        .unwrap();
+        let err = read_all(&path).unwrap_err();
+        assert!(err.to_string().contains(":2:"), "{err}");
+    }
+
+    fn tempdir() -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "pc-history-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+}

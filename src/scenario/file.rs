@@ -1,0 +1,314 @@
+//! The scenario file's shape, as serde reads it. Unknown keys are refused everywhere.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::{Guard, ResendPolicy, RestartMode, Topology};
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub cluster: ClusterFile,
+    pub workload: WorkloadFile,
+    #[serde(default)]
+    pub faults: Vec<FaultFile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sabotage: Option<SabotageFile>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterFile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<Topology>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub brokers: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bookies: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coordinators: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary_port: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_port: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_timeout: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_url: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadFile {
+    pub topic: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unique_topic: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<u32>,
+    pub messages: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub txn_size: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub txn_timeout: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resend: Option<ResendPolicy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_size: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abort_every: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op_timeout: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<Dur>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SabotageFile {
+    #[serde(default)]
+    pub skip: Vec<u64>,
+    #[serde(default)]
+    pub duplicate: Vec<u64>,
+}
+
+/// One entry of `faults:`. The `kind` key selects the variant; each variant lists the keys it
+/// takes, so a key of another kind is refused.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FaultFile {
+    BrokerRestart {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<RestartMode>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        down_for: Option<Dur>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<String>,
+        schedule: ScheduleFile,
+    },
+    TopicUnload {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        topic: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<String>,
+        schedule: ScheduleFile,
+    },
+    PacketLoss {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        percent: u8,
+        duration: Dur,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<String>,
+        schedule: ScheduleFile,
+    },
+    Pause {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        duration: Dur,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<String>,
+        schedule: ScheduleFile,
+    },
+    BookieRestart {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<RestartMode>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        down_for: Option<Dur>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<String>,
+        schedule: ScheduleFile,
+    },
+    ZookeeperRestart {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<RestartMode>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        down_for: Option<Dur>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<String>,
+        schedule: ScheduleFile,
+    },
+}
+
+/// The keys every fault kind shares.
+pub struct FaultCommon<'a> {
+    pub name: &'a Option<String>,
+    pub target: &'a Option<String>,
+    pub schedule: &'a ScheduleFile,
+}
+
+impl FaultFile {
+    pub fn common(&self) -> FaultCommon<'_> {
+        match self {
+            FaultFile::BrokerRestart {
+                name,
+                target,
+                schedule,
+                ..
+            }
+            | FaultFile::TopicUnload {
+                name,
+                target,
+                schedule,
+                ..
+            }
+            | FaultFile::PacketLoss {
+                name,
+                target,
+                schedule,
+                ..
+            }
+            | FaultFile::Pause {
+                name,
+                target,
+                schedule,
+                ..
+            }
+            | FaultFile::BookieRestart {
+                name,
+                target,
+                schedule,
+                ..
+            }
+            | FaultFile::ZookeeperRestart {
+                name,
+                target,
+                schedule,
+                ..
+            } => FaultCommon {
+                name,
+                target,
+                schedule,
+            },
+        }
+    }
+
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            FaultFile::BrokerRestart { .. } => "broker_restart",
+            FaultFile::TopicUnload { .. } => "topic_unload",
+            FaultFile::PacketLoss { .. } => "packet_loss",
+            FaultFile::Pause { .. } => "pause",
+            FaultFile::BookieRestart { .. } => "bookie_restart",
+            FaultFile::ZookeeperRestart { .. } => "zookeeper_restart",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleFile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<Vec<Dur>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub random: Option<RandomFile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_commits: Option<OneOrMany>,
+    #[serde(default, rename = "while", skip_serializing_if = "Option::is_none")]
+    pub while_: Option<Guard>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RandomFile {
+    pub count: u32,
+    pub within: [Dur; 2],
+}
+
+/// `5000` or `[5000, 10000]`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    One(u64),
+    Many(Vec<u64>),
+}
+
+impl Default for OneOrMany {
+    fn default() -> Self {
+        OneOrMany::Many(Vec::new())
+    }
+}
+
+impl OneOrMany {
+    pub fn into_vec(self) -> Vec<u64> {
+        match self {
+            OneOrMany::One(v) => vec![v],
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
+
+/// A duration written like `30s`, `1m30s`, `500ms`, `2h`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Dur(pub Duration);
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Dur;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a duration such as 30s, 1m30s or 500ms")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Dur, E> {
+                humantime::parse_duration(v.trim()).map(Dur).map_err(|e| {
+                    E::custom(format!(
+                        "invalid duration '{v}': {e} (write e.g. 30s, 1m30s, 500ms)"
+                    ))
+                })
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Dur, E> {
+                Err(E::custom(format!(
+                    "a duration needs a unit: write {v}s or {v}ms"
+                )))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Dur, E> {
+                Err(E::custom(format!(
+                    "invalid duration {v}: durations are positive and need a unit, e.g. 30s"
+                )))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Dur, E> {
+                Err(E::custom(format!("a duration needs a unit: write {v}s")))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for Dur {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(self.0).to_string())
+    }
+}

@@ -1,0 +1,225 @@
+use super::*;
+
+const SMOKE: &str = "\
+name: smoke
+seed: 42
+cluster: { topology: standalone }
+workload:
+  topic: persistent://public/default/eos-smoke
+  partitions: 1
+  messages: 100000
+  txn_size: 100
+  concurrency: 4
+  txn_timeout: 30s
+  resend: retry-commit
+faults: []
+";
+
+fn error_of(text: &str) -> (usize, usize, String) {
+    match parse("s.yaml", text) {
+        Err(ScenarioError::Invalid {
+            line,
+            column,
+            message,
+            file,
+        }) => {
+            assert_eq!(file, "s.yaml");
+            (line, column, message)
+        }
+        other => panic!("expected a located error, got {other:?}"),
+    }
+}
+
+#[test]
+fn smoke_parses_with_defaults() {
+    let s = parse("smoke.yaml", SMOKE).unwrap();
+    assert_eq!(s.name, "smoke");
+    assert_eq!(s.seed, Some(42));
+    assert_eq!(s.workload.messages, 100_000);
+    assert_eq!(s.workload.resend, ResendPolicy::RetryCommit);
+    assert_eq!(s.workload.op_timeout, Duration::from_secs(10));
+    match &s.cluster {
+        ClusterSpec::Docker(d) => {
+            assert_eq!(d.topology, Topology::Standalone);
+            assert_eq!((d.binary_port, d.http_port), (6650, 8080));
+            assert_eq!(d.ready_timeout, Duration::from_secs(300));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn resolved_yaml_parses_back_to_the_same_scenario() {
+    let s = parse("smoke.yaml", SMOKE).unwrap();
+    let again = parse("resolved.yaml", &s.resolved_yaml()).unwrap();
+    assert_eq!(s.workload, again.workload);
+    assert_eq!(s.cluster, again.cluster);
+}
+
+#[test]
+fn unknown_key_is_refused_with_its_location() {
+    let text = SMOKE.replace("  concurrency: 4\n", "  concurrency: 4\n  txn_sise: 3\n");
+    let (line, col, msg) = error_of(&text);
+    assert_eq!((line, col), (10, 3), "{msg}");
+    assert!(msg.contains("unknown field `txn_sise`"), "{msg}");
+}
+
+#[test]
+fn wrong_type_is_located() {
+    let text = SMOKE.replace("messages: 100000", "messages: lots");
+    let (line, _, msg) = error_of(&text);
+    assert_eq!(line, 7, "{msg}");
+}
+
+#[test]
+fn negative_count_is_located() {
+    let text = SMOKE.replace("messages: 100000", "messages: -5");
+    let (line, _, msg) = error_of(&text);
+    assert_eq!(line, 7, "{msg}");
+}
+
+#[test]
+fn txn_size_zero_is_located() {
+    let text = SMOKE.replace("txn_size: 100", "txn_size: 0");
+    let (line, col, msg) = error_of(&text);
+    assert_eq!((line, col), (8, 3));
+    assert!(
+        msg.contains("workload.txn_size: must be at least 1"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn malformed_yaml_is_located() {
+    let text = "name: x\nworkload: [unclosed\n";
+    let (line, _, _) = error_of(text);
+    assert!(line >= 2);
+}
+
+#[test]
+fn duration_without_unit_is_refused() {
+    let text = SMOKE.replace("txn_timeout: 30s", "txn_timeout: 30");
+    let (line, _, msg) = error_of(&text);
+    assert_eq!(line, 10);
+    assert!(msg.contains("needs a unit"), "{msg}");
+}
+
+#[test]
+fn topic_must_be_persistent() {
+    let text = SMOKE.replace(
+        "persistent://public/default/eos-smoke",
+        "non-persistent://a/b/c",
+    );
+    let (line, _, msg) = error_of(&text);
+    assert_eq!(line, 5);
+    assert!(msg.contains("persistent://"), "{msg}");
+}
+
+fn with_faults(faults: &str, cluster: &str) -> String {
+    SMOKE
+        .replace("faults: []\n", &format!("faults:\n{faults}"))
+        .replace("cluster: { topology: standalone }", cluster)
+}
+
+#[test]
+fn faults_parse_in_every_form() {
+    let text = with_faults(
+        "  - kind: broker_restart\n    mode: kill\n    down_for: 5s\n    target: broker-2\n    schedule: { at: [45s, 10s] }\n\
+         \x20 - kind: topic_unload\n    schedule: { every: 20s, jitter: 5s, stop: 60s }\n\
+         \x20 - kind: packet_loss\n    percent: 30\n    duration: 10s\n    target: owner-of-topic\n    schedule: { random: { count: 3, within: [5s, 60s] } }\n\
+         \x20 - kind: pause\n    duration: 2s\n    target: coordinator-owner\n    schedule: { after_commits: 50, while: committing }\n\
+         \x20 - kind: bookie_restart\n    schedule: { at: [1s] }\n\
+         \x20 - kind: zookeeper_restart\n    name: zk\n    schedule: { after_commits: [10, 20] }\n",
+        "cluster: { topology: cluster, brokers: 2, bookies: 1 }",
+    );
+    let s = parse("f.yaml", &text).unwrap();
+    assert_eq!(s.faults.len(), 6);
+    assert_eq!(
+        s.faults[0].schedule.timing,
+        Timing::At(vec![Duration::from_secs(10), Duration::from_secs(45)])
+    );
+    assert_eq!(s.faults[0].target, Target::Broker(2));
+    assert_eq!(s.faults[1].target, Target::Cluster);
+    assert_eq!(s.faults[3].schedule.guard, Some(Guard::Committing));
+    assert_eq!(s.faults[4].target, Target::AnyBookie);
+    assert_eq!(s.faults[5].name, "zk");
+    assert_eq!(s.faults[1].name, "topic_unload-1");
+}
+
+#[test]
+fn fault_key_of_another_kind_is_refused() {
+    let text = with_faults(
+        "  - kind: pause\n    duration: 2s\n    percent: 30\n    schedule: { at: [1s] }\n",
+        "cluster: { topology: standalone }",
+    );
+    let (_, _, msg) = error_of(&text);
+    assert!(msg.contains("unknown field `percent`"), "{msg}");
+}
+
+#[test]
+fn unknown_fault_kind_is_refused() {
+    let text = with_faults(
+        "  - kind: meteor\n    schedule: { at: [1s] }\n",
+        "cluster: { topology: standalone }",
+    );
+    let (line, _, msg) = error_of(&text);
+    assert!(line >= 13, "{line}");
+    assert!(msg.contains("meteor"), "{msg}");
+}
+
+#[test]
+fn bad_fault_entries_name_their_place() {
+    let cases = [
+        // (fault text, cluster, expected message part, expected line)
+        ("  - kind: packet_loss\n    percent: 0\n    duration: 5s\n    schedule: { at: [1s] }\n", "cluster: { topology: standalone }", "faults[0].percent: must be between 1 and 100", 14),
+        ("  - kind: broker_restart\n    target: broker-3\n    schedule: { at: [1s] }\n", "cluster: { topology: cluster, brokers: 2 }", "broker-3 does not exist", 14),
+        ("  - kind: bookie_restart\n    schedule: { at: [1s] }\n", "cluster: { topology: standalone }", "cluster topology only", 13),
+        ("  - kind: pause\n    duration: 1s\n    target: nowhere\n    schedule: { at: [1s] }\n", "cluster: { topology: standalone }", "unknown target 'nowhere'", 15),
+        ("  - kind: pause\n    duration: 1s\n    schedule: { at: [1s], every: 5s }\n", "cluster: { topology: standalone }", "exactly one of", 15),
+        ("  - kind: pause\n    duration: 1s\n    schedule: { every: 5s, jitter: 6s }\n", "cluster: { topology: standalone }", "shorter than every", 15),
+        ("  - kind: pause\n    duration: 1s\n    schedule: { random: { count: 2, within: [9s, 3s] } }\n", "cluster: { topology: standalone }", "from < to", 15),
+        ("  - kind: pause\n    duration: 0s\n    schedule: { at: [1s] }\n", "cluster: { topology: standalone }", "longer than 0s", 14),
+        ("  - kind: topic_unload\n    target: broker-1\n    schedule: { at: [1s] }\n", "cluster: { topology: standalone }", "admin API", 14),
+    ];
+    for (faults, cluster, part, line) in cases {
+        let text = with_faults(faults, cluster);
+        let (l, _, msg) = error_of(&text);
+        assert!(msg.contains(part), "{part:?} not in {msg:?}");
+        assert_eq!(l, line, "{msg}");
+    }
+}
+
+#[test]
+fn external_cluster_allows_unloads_only() {
+    let text = with_faults(
+        "  - kind: pause\n    duration: 1s\n    schedule: { at: [1s] }\n",
+        "cluster: { service_url: \"pulsar://127.0.0.1:6650\", admin_url: \"http://127.0.0.1:8080\" }",
+    );
+    let (_, _, msg) = error_of(&text);
+    assert!(
+        msg.contains("external cluster allows topic_unload only"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn sabotage_numbers_must_be_in_range() {
+    let text = format!("{SMOKE}sabotage: {{ skip: [100000] }}\n");
+    let (line, _, msg) = error_of(&text);
+    assert_eq!(line, 13);
+    assert!(msg.contains("outside"), "{msg}");
+}
+
+#[test]
+fn bundled_scenarios_are_valid() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) == Some("yaml") {
+            load(&path).unwrap_or_else(|e| panic!("{e}"));
+            n += 1;
+        }
+    }
+    assert!(n >= 1);
+}
