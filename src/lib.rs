@@ -1,9 +1,18 @@
 //! pulsar-chaos: proves or disproves exactly-once delivery of Apache Pulsar's transactional
 //! producer under chaos. See ARCHITECTURE.md for the map.
 
+pub mod admin;
 pub mod checker;
+pub mod cli;
+pub mod cluster;
+pub mod commands;
+pub mod error;
 pub mod exit;
 pub mod history;
+pub mod lifecycle;
+pub mod nemesis;
 pub mod plan;
+pub mod ready;
 pub mod scenario;
 pub mod seed;
+pub mod txn;

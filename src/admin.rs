@@ -1,0 +1,296 @@
+//! Pulsar's admin REST API: readiness probes, topic owners, unloads, coordinator and
+//! transaction state. Knows nothing of Docker.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Errors of an admin call.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("{method} {url}: {message}")]
+    Http {
+        method: &'static str,
+        url: String,
+        message: String,
+    },
+    #[error("{method} {url}: HTTP {status}: {body}")]
+    Status {
+        method: &'static str,
+        url: String,
+        status: u16,
+        body: String,
+    },
+    #[error("{url}: unexpected answer: {message}")]
+    Decode { url: String, message: String },
+}
+
+impl AdminError {
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            AdminError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// A client for one broker's admin API (any broker answers for the cluster; owner-only
+/// calls are redirected, and followed).
+#[derive(Clone)]
+pub struct Admin {
+    base: String,
+    http: reqwest::Client,
+}
+
+/// Where a topic (or partition) is served.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Lookup {
+    pub broker_url: String,
+    #[serde(default)]
+    pub http_url: String,
+}
+
+/// One coordinator's state from `coordinatorStats`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CoordinatorStats {
+    pub state: String,
+    #[serde(default)]
+    pub ongoing_txn_size: u64,
+}
+
+/// A transaction's metadata while the coordinator still holds it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TxnMetadata {
+    pub status: String,
+}
+
+/// A reference to a topic in the admin paths: persistent/{tenant}/{ns}/{name}.
+pub fn topic_path(topic: &str) -> String {
+    let rest = topic.strip_prefix("persistent://").unwrap_or(topic);
+    format!("persistent/{rest}")
+}
+
+impl Admin {
+    pub fn new(base: &str) -> Admin {
+        Admin::with_timeout(base, Duration::from_secs(10))
+    }
+
+    pub fn with_timeout(base: &str, timeout: Duration) -> Admin {
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(Duration::from_secs(3))
+            .redirect(reqwest::redirect::Policy::limited(5))
+            .build()
+            .expect("an HTTP client without TLS builds");
+        Admin {
+            base: base.trim_end_matches('/').to_string(),
+            http,
+        }
+    }
+
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    async fn call(
+        &self,
+        method: &'static str,
+        path: &str,
+        body: Option<String>,
+    ) -> Result<String, AdminError> {
+        let url = format!("{}{}", self.base, path);
+        let req = match method {
+            "GET" => self.http.get(&url),
+            "PUT" => self.http.put(&url),
+            "POST" => self.http.post(&url),
+            "DELETE" => self.http.delete(&url),
+            _ => unreachable!("admin method {method}"),
+        };
+        let req = match body {
+            Some(b) => req.header("Content-Type", "application/json").body(b),
+            None => req,
+        };
+        let resp = req.send().await.map_err(|e| AdminError::Http {
+            method,
+            url: url.clone(),
+            message: error_chain(&e),
+        })?;
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap_or_default();
+        if !(200..300).contains(&status) {
+            let reason = serde_json::from_str::<serde_json::Value>(&text)
+                .ok()
+                .and_then(|v| {
+                    v.get("reason")
+                        .and_then(|r| r.as_str())
+                        .map(|s| s.to_string())
+                })
+                .unwrap_or(text);
+            let reason: String = reason
+                .lines()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(300)
+                .collect();
+            return Err(AdminError::Status {
+                method,
+                url,
+                status,
+                body: reason,
+            });
+        }
+        Ok(text)
+    }
+
+    fn decode<T: for<'de> Deserialize<'de>>(
+        &self,
+        path: &str,
+        text: &str,
+    ) -> Result<T, AdminError> {
+        serde_json::from_str(text).map_err(|e| AdminError::Decode {
+            url: format!("{}{}", self.base, path),
+            message: format!("{e}: {}", text.chars().take(200).collect::<String>()),
+        })
+    }
+
+    /// `GET /admin/v2/brokers/ready`: the broker serves.
+    pub async fn broker_ready(&self) -> Result<(), AdminError> {
+        self.call("GET", "/admin/v2/brokers/ready", None)
+            .await
+            .map(|_| ())
+    }
+
+    /// `GET /admin/v2/brokers/health`: the broker can produce and consume on a health topic.
+    pub async fn health(&self) -> Result<(), AdminError> {
+        self.call("GET", "/admin/v2/brokers/health", None)
+            .await
+            .map(|_| ())
+    }
+
+    pub async fn namespace_exists(&self, ns: &str) -> Result<bool, AdminError> {
+        match self
+            .call("GET", &format!("/admin/v2/namespaces/{ns}"), None)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if e.status() == Some(404) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Partitions of a partitioned topic (0: not partitioned or absent).
+    pub async fn partitions(&self, topic: &str) -> Result<u32, AdminError> {
+        let path = format!("/admin/v2/{}/partitions", topic_path(topic));
+        let text = self.call("GET", &path, None).await?;
+        #[derive(Deserialize)]
+        struct P {
+            partitions: u32,
+        }
+        Ok(self.decode::<P>(&path, &text)?.partitions)
+    }
+
+    pub async fn create_partitioned_topic(
+        &self,
+        topic: &str,
+        partitions: u32,
+    ) -> Result<(), AdminError> {
+        let path = format!("/admin/v2/{}/partitions", topic_path(topic));
+        match self.call("PUT", &path, Some(partitions.to_string())).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.status() == Some(409) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub async fn create_topic(&self, topic: &str) -> Result<(), AdminError> {
+        let path = format!("/admin/v2/{}", topic_path(topic));
+        match self.call("PUT", &path, None).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.status() == Some(409) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The broker that serves `topic` (a partition name for a partition).
+    pub async fn lookup(&self, topic: &str) -> Result<Lookup, AdminError> {
+        let path = format!("/lookup/v2/topic/{}", topic_path(topic));
+        let text = self.call("GET", &path, None).await?;
+        self.decode(&path, &text)
+    }
+
+    /// `PUT .../unload`: close the topic on its broker; it is loaded again on next use.
+    pub async fn unload_topic(&self, topic: &str) -> Result<(), AdminError> {
+        let path = format!("/admin/v2/{}/unload", topic_path(topic));
+        self.call("PUT", &path, None).await.map(|_| ())
+    }
+
+    pub async fn unload_namespace(&self, ns: &str) -> Result<(), AdminError> {
+        let path = format!("/admin/v2/namespaces/{ns}/unload");
+        self.call("PUT", &path, None).await.map(|_| ())
+    }
+
+    /// Every loaded coordinator and its state, keyed by coordinator id.
+    pub async fn coordinator_stats(&self) -> Result<BTreeMap<u32, CoordinatorStats>, AdminError> {
+        let path = "/admin/v3/transactions/coordinatorStats";
+        let text = self.call("GET", path, None).await?;
+        let raw: BTreeMap<String, CoordinatorStats> = self.decode(path, &text)?;
+        Ok(raw
+            .into_iter()
+            .filter_map(|(k, v)| k.parse().ok().map(|k| (k, v)))
+            .collect())
+    }
+
+    /// A transaction's metadata, or None once the coordinator no longer holds it (ended).
+    pub async fn transaction_metadata(
+        &self,
+        most: u64,
+        least: u64,
+    ) -> Result<Option<TxnMetadata>, AdminError> {
+        let path = format!("/admin/v3/transactions/transactionMetadata/{most}/{least}");
+        match self.call("GET", &path, None).await {
+            Ok(text) => Ok(Some(self.decode(&path, &text)?)),
+            Err(e) if e.status() == Some(404) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Raw JSON of a topic's stats (for reports and diagnostics).
+    pub async fn topic_stats(&self, topic: &str) -> Result<serde_json::Value, AdminError> {
+        let path = format!("/admin/v2/{}/stats", topic_path(topic));
+        let text = self.call("GET", &path, None).await?;
+        self.decode(&path, &text)
+    }
+}
+
+/// A reqwest error with its causes, on one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        cur = c.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_paths() {
+        assert_eq!(
+            topic_path("persistent://public/default/t-partition-1"),
+            "persistent/public/default/t-partition-1"
+        );
+    }
+}

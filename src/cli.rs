@@ -1,0 +1,235 @@
+//! Command-line definitions and help texts. No I/O here.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Proves or disproves exactly-once delivery of Apache Pulsar's transactional producer under
+/// chaos: start a real Pulsar in Docker, send the numbers 0..N in transactions while faults
+/// hit the cluster on a seeded schedule, read everything back and check that exactly [0, N)
+/// arrived.
+///
+/// Exit codes: 0 pass, 1 violation, 2 bad input, 3 infrastructure failure, 4 inconclusive,
+/// 130 interrupted.
+#[derive(Debug, Parser)]
+#[command(name = "pulsar-chaos", version, about, long_about)]
+pub struct Cli {
+    /// More diagnostic output on stderr (-v info, -vv debug). RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a scenario: cluster up, produce under faults, verify, tear down.
+    Run(RunArgs),
+    /// Check a scenario file without running it.
+    Validate {
+        /// The scenario file (YAML).
+        scenario: PathBuf,
+    },
+    /// Print the fault plan a scenario and seed give, and start nothing.
+    Plan {
+        scenario: PathBuf,
+        /// The master seed (default: the scenario's, else 0).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// Read a topic back and check that it holds exactly the numbers [0, N).
+    Verify(VerifyArgs),
+    /// Run a recorded run again (same seed, same plan) K times and compare verdicts.
+    Replay {
+        /// A run directory written by `run`.
+        run_dir: PathBuf,
+        /// How many replays.
+        #[arg(long, default_value_t = 1)]
+        times: u32,
+        /// Where the replays' run directories go (default: beside the original).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Run a scenario again and again with fresh seeds until the time is up.
+    Soak(SoakArgs),
+    /// Write report.html of a run directory again from its history.
+    Report { run_dir: PathBuf },
+    /// Start, inspect or stop a Pulsar cluster in Docker.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+    /// Build the local Pulsar image.
+    #[command(subcommand)]
+    Image(ImageCommand),
+    /// Remove every container, network, volume and network rule the harness left behind.
+    Clean,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The scenario file (YAML).
+    #[arg(required_unless_present = "resume")]
+    pub scenario: Option<PathBuf>,
+    /// The master seed; overrides the scenario's. Without either, one is drawn and printed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Parent directory of the run directory.
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
+    /// Leave the cluster running after the run (remove it with `cluster down`).
+    #[arg(long)]
+    pub keep_cluster: bool,
+    /// Use a running cluster instead of starting one (with --admin-url).
+    #[arg(long, requires = "admin_url")]
+    pub service_url: Option<String>,
+    /// Admin URL of the running cluster (with --service-url).
+    #[arg(long, requires = "service_url")]
+    pub admin_url: Option<String>,
+    /// The Pulsar image (overrides the scenario's).
+    #[arg(long)]
+    pub image: Option<String>,
+    /// Continue an interrupted run from its directory: resend what its journals hold.
+    #[arg(long, conflicts_with_all = ["scenario", "seed"])]
+    pub resume: Option<PathBuf>,
+    /// Stream history events as JSON lines on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Write a JUnit XML report here.
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
+    /// Progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain, none.
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressMode {
+    Auto,
+    Bar,
+    Plain,
+    None,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    #[arg(long)]
+    pub service_url: String,
+    #[arg(long)]
+    pub admin_url: String,
+    /// The topic (persistent://tenant/ns/name); every partition is read.
+    #[arg(long)]
+    pub topic: String,
+    /// N: the topic must hold exactly the numbers [0, N).
+    #[arg(long)]
+    pub count: u64,
+    /// A producer history (history.jsonl) to attribute anomalies to transactions.
+    #[arg(long)]
+    pub history: Option<PathBuf>,
+    /// Print the verdict as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Give up reading after this long without progress (e.g. 60s).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub idle_timeout: std::time::Duration,
+    /// Wait this long before reading, so transactions left open time out (e.g. 30s).
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub settle: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct SoakArgs {
+    pub scenario: PathBuf,
+    /// How long to soak (e.g. 8h, 20m).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: std::time::Duration,
+    /// The master seed; each iteration's seed derives from it.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Stop at the first failing iteration.
+    #[arg(long)]
+    pub stop_on_failure: bool,
+    /// Keep the run directories of the last K passing iterations (failing ones are all kept).
+    #[arg(long, default_value_t = 3)]
+    pub keep_passing: usize,
+    /// Parent directory of the soak directory.
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
+    /// The Pulsar image (overrides the scenario's).
+    #[arg(long)]
+    pub image: Option<String>,
+    /// Stream history events as JSON lines on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Write a JUnit XML report here (one test case per iteration).
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+    /// Stop after this many iterations even if time is left.
+    #[arg(long)]
+    pub max_iterations: Option<u64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Start a cluster and leave it running; prints its URLs and run id.
+    Up(ClusterUpArgs),
+    /// List the clusters the harness has running.
+    Status,
+    /// Remove a cluster (by run id), or every cluster started by `cluster up` / --keep-cluster.
+    Down {
+        #[arg(long)]
+        run: Option<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ClusterUpArgs {
+    #[arg(long, value_enum, default_value_t = TopologyArg::Standalone)]
+    pub topology: TopologyArg,
+    /// Brokers (cluster topology).
+    #[arg(long, default_value_t = 2)]
+    pub brokers: u32,
+    /// Bookies (cluster topology).
+    #[arg(long, default_value_t = 1)]
+    pub bookies: u32,
+    /// Transaction coordinators (cluster topology).
+    #[arg(long, default_value_t = 1)]
+    pub coordinators: u32,
+    /// The Pulsar image (default: the official image, else the local one).
+    #[arg(long)]
+    pub image: Option<String>,
+    /// Host port of the binary protocol (standalone).
+    #[arg(long, default_value_t = 6650)]
+    pub binary_port: u16,
+    /// Host port of HTTP (standalone).
+    #[arg(long, default_value_t = 8080)]
+    pub http_port: u16,
+    /// How long to wait for readiness (e.g. 300s).
+    #[arg(long, default_value = "300s", value_parser = parse_duration)]
+    pub ready_timeout: std::time::Duration,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TopologyArg {
+    Standalone,
+    Cluster,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImageCommand {
+    /// Build the local image (skipped when one with the same inputs exists).
+    Build {
+        /// Build even if the image exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print the image a run would use.
+    Show,
+}
+
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("'{s}' is not a duration like 30s or 2h: {e}"))
+}

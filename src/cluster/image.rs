@@ -1,0 +1,462 @@
+//! The Pulsar image: which one a run uses, and how the local one is built without Docker Hub.
+//!
+//! The local image is a Debian root filesystem from `debootstrap` plus the broker's runtime jars
+//! from Maven Central and the project's own launcher and `conf/` (all under `docker/`, embedded
+//! in the binary). Its tag carries a hash of those inputs, so an unchanged build is skipped.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use tokio::process::Command;
+
+use super::engine::{Engine, LABEL_IMAGE_INPUTS};
+use super::ClusterError;
+use crate::scenario::PULSAR_VERSION;
+
+/// The official image of the pinned version.
+pub fn official_image() -> String {
+    format!("apachepulsar/pulsar:{PULSAR_VERSION}")
+}
+
+/// Debian suite and packages of the root filesystem.
+pub const DEBIAN_SUITE: &str = "bookworm";
+pub const DEBIAN_PACKAGES: &str =
+    "openjdk-17-jre-headless,iproute2,nftables,procps,curl,ca-certificates,python3-minimal";
+/// Bumped when the recipe below changes in a way the inputs do not show.
+const RECIPE: &str = "pulsar-chaos image recipe 1";
+
+/// The files of `docker/`, as (path inside /pulsar, contents, mode).
+pub const FILES: &[(&str, &str, u32)] = &[
+    (
+        "conf/standalone.conf",
+        include_str!("../../docker/conf/standalone.conf"),
+        0o644,
+    ),
+    (
+        "conf/broker.conf",
+        include_str!("../../docker/conf/broker.conf"),
+        0o644,
+    ),
+    (
+        "conf/bookkeeper.conf",
+        include_str!("../../docker/conf/bookkeeper.conf"),
+        0o644,
+    ),
+    (
+        "conf/zookeeper.conf",
+        include_str!("../../docker/conf/zookeeper.conf"),
+        0o644,
+    ),
+    (
+        "conf/log4j2.xml",
+        include_str!("../../docker/conf/log4j2.xml"),
+        0o644,
+    ),
+    ("bin/pulsar", include_str!("../../docker/bin/pulsar"), 0o755),
+    (
+        "bin/apply-config-from-env.py",
+        include_str!("../../docker/bin/apply-config-from-env.py"),
+        0o755,
+    ),
+];
+pub const POM: &str = include_str!("../../docker/pom.xml");
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn hash_of(parts: &[&str]) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p.as_bytes());
+    }
+    hex(&h.finalize())
+}
+
+/// The hash of every input of the local image.
+pub fn inputs_hash() -> String {
+    let mut parts: Vec<&str> = vec![RECIPE, PULSAR_VERSION, DEBIAN_SUITE, DEBIAN_PACKAGES, POM];
+    for (path, text, _) in FILES {
+        parts.push(path);
+        parts.push(text);
+    }
+    hash_of(&parts)
+}
+
+/// The tag of the local image for the current inputs.
+pub fn local_image() -> String {
+    format!(
+        "pulsar-chaos/pulsar:{PULSAR_VERSION}-{}",
+        &inputs_hash()[..12]
+    )
+}
+
+/// Where an image came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImageSource {
+    /// Named by the scenario or --image and present (or pulled).
+    Named,
+    /// The official image, present or pulled.
+    Official,
+    /// The locally built image, because the official one could not be had.
+    Local { official_unavailable: String },
+}
+
+/// Pick the image a cluster runs. A named image must exist or be pullable. With none named,
+/// the official image is tried first, then the locally built one.
+pub async fn resolve(
+    engine: &Engine,
+    named: Option<&str>,
+) -> Result<(String, ImageSource), ClusterError> {
+    if let Some(img) = named {
+        if engine.image_exists(img).await? {
+            return Ok((img.to_string(), ImageSource::Named));
+        }
+        return match engine.pull(img, Duration::from_secs(600)).await {
+            Ok(()) => Ok((img.to_string(), ImageSource::Named)),
+            Err(reason) => Err(ClusterError::ImageMissing {
+                image: img.to_string(),
+                reason: format!("not present locally and the pull failed: {reason}"),
+            }),
+        };
+    }
+    let official = official_image();
+    if engine.image_exists(&official).await? {
+        return Ok((official, ImageSource::Official));
+    }
+    let pull_err = match engine.pull(&official, Duration::from_secs(600)).await {
+        Ok(()) => return Ok((official, ImageSource::Official)),
+        Err(e) => e,
+    };
+    let local = local_image();
+    if engine.image_exists(&local).await? {
+        return Ok((
+            local,
+            ImageSource::Local {
+                official_unavailable: pull_err,
+            },
+        ));
+    }
+    Err(ClusterError::ImageMissing {
+        image: format!("{official} (or the local {local})"),
+        reason: format!(
+            "the official image could not be pulled ({pull_err}) and the local one is not built"
+        ),
+    })
+}
+
+/// The image used for sidecars that change a container's network (needs tc and nft): the local
+/// image when it exists, else the cluster's own image.
+pub async fn tools_image(engine: &Engine, cluster_image: &str) -> Result<String, ClusterError> {
+    let local = local_image();
+    if engine.image_exists(&local).await? {
+        return Ok(local);
+    }
+    Ok(cluster_image.to_string())
+}
+
+/// What a build did.
+#[derive(Debug, Clone)]
+pub struct BuildReport {
+    pub tag: String,
+    pub skipped: bool,
+    pub steps: Vec<(String, Duration)>,
+    pub total: Duration,
+}
+
+/// Where downloaded and built inputs are kept between builds.
+pub fn cache_dir() -> PathBuf {
+    if let Ok(d) = std::env::var("PULSAR_CHAOS_CACHE") {
+        return PathBuf::from(d);
+    }
+    let home = std::env::var("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|_| std::env::var("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|_| PathBuf::from("/var/cache"));
+    home.join("pulsar-chaos")
+}
+
+fn build_err(step: &str) -> impl Fn(String) -> ClusterError + '_ {
+    move |message| ClusterError::ImageBuild {
+        step: step.to_string(),
+        message,
+    }
+}
+
+async fn run(step: &str, cmd: &mut Command) -> Result<(), ClusterError> {
+    let out = cmd.stdin(Stdio::null()).output().await.map_err(|e| {
+        build_err(step)(format!("cannot run {:?}: {e}", cmd.as_std().get_program()))
+    })?;
+    if !out.status.success() {
+        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.push_str(&String::from_utf8_lossy(&out.stderr));
+        let tail: Vec<&str> = text.lines().rev().take(25).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        return Err(build_err(step)(format!(
+            "{:?} exited with {}:\n{}",
+            cmd.as_std().get_program(),
+            out.status,
+            tail.join("\n")
+        )));
+    }
+    Ok(())
+}
+
+fn need(tool: &str, package: &str) -> Result<(), ClusterError> {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+        .unwrap_or(false);
+    if found {
+        Ok(())
+    } else {
+        Err(build_err("prerequisites")(format!(
+            "`{tool}` is not installed (Debian package {package})"
+        )))
+    }
+}
+
+/// Build the local image unless an image with the same inputs exists (or `force`).
+pub async fn build(engine: &Engine, force: bool) -> Result<BuildReport, ClusterError> {
+    let started = Instant::now();
+    let tag = local_image();
+    let mut steps = Vec::new();
+    if !force {
+        if let Some(labels) = engine.image_labels(&tag).await? {
+            if labels
+                .get(LABEL_IMAGE_INPUTS)
+                .map(|h| h == &inputs_hash())
+                .unwrap_or(true)
+            {
+                return Ok(BuildReport {
+                    tag,
+                    skipped: true,
+                    steps,
+                    total: started.elapsed(),
+                });
+            }
+        }
+    }
+    need("debootstrap", "debootstrap")?;
+    need("mvn", "maven")?;
+    need("tar", "tar")?;
+    let cache = cache_dir();
+    std::fs::create_dir_all(&cache)
+        .map_err(|e| build_err("cache")(format!("{}: {e}", cache.display())))?;
+
+    // 1. Root filesystem.
+    let t = Instant::now();
+    let rootfs = cache.join(format!(
+        "rootfs-{}",
+        &hash_of(&[DEBIAN_SUITE, DEBIAN_PACKAGES])[..12]
+    ));
+    if !rootfs.join("usr/bin/java").exists() {
+        let tmp = cache.join("rootfs.tmp");
+        let _ = std::fs::remove_dir_all(&tmp);
+        let mirror = std::env::var("PULSAR_CHAOS_DEBIAN_MIRROR")
+            .unwrap_or_else(|_| "http://deb.debian.org/debian".to_string());
+        tracing::info!(
+            "debootstrap {DEBIAN_SUITE} into {} (about a minute)",
+            tmp.display()
+        );
+        run(
+            "debootstrap",
+            Command::new("debootstrap")
+                .arg("--variant=minbase")
+                .arg(format!("--include={DEBIAN_PACKAGES}"))
+                .arg(DEBIAN_SUITE)
+                .arg(&tmp)
+                .arg(&mirror),
+        )
+        .await?;
+        trim_rootfs(&tmp).map_err(build_err("trim rootfs"))?;
+        let _ = std::fs::remove_dir_all(&rootfs);
+        std::fs::rename(&tmp, &rootfs).map_err(|e| build_err("rootfs")(e.to_string()))?;
+        steps.push(("debootstrap".to_string(), t.elapsed()));
+    }
+
+    // 2. The broker's runtime jars.
+    let t = Instant::now();
+    let pom_hash = &hash_of(&[POM, PULSAR_VERSION])[..12];
+    let lib = cache.join(format!("lib-{PULSAR_VERSION}-{pom_hash}"));
+    if !lib
+        .join(format!("pulsar-broker-{PULSAR_VERSION}.jar"))
+        .exists()
+    {
+        let work = cache.join(format!("maven-{pom_hash}"));
+        std::fs::create_dir_all(&work).map_err(|e| build_err("maven")(e.to_string()))?;
+        std::fs::write(work.join("pom.xml"), POM).map_err(|e| build_err("maven")(e.to_string()))?;
+        let tmp = cache.join("lib.tmp");
+        let _ = std::fs::remove_dir_all(&tmp);
+        tracing::info!("resolving org.apache.pulsar:pulsar-broker:{PULSAR_VERSION} and its runtime closure from Maven Central");
+        run(
+            "maven",
+            Command::new("mvn")
+                .current_dir(&work)
+                .arg("-q")
+                .arg("-B")
+                .arg(format!("-Dpulsar.version={PULSAR_VERSION}"))
+                .arg("dependency:copy-dependencies")
+                .arg("-DincludeScope=runtime")
+                .arg(format!("-DoutputDirectory={}", tmp.display())),
+        )
+        .await?;
+        let _ = std::fs::remove_dir_all(&lib);
+        std::fs::rename(&tmp, &lib).map_err(|e| build_err("maven")(e.to_string()))?;
+        steps.push(("maven".to_string(), t.elapsed()));
+    }
+
+    // 3. Stage /pulsar.
+    let t = Instant::now();
+    let stage = cache.join("stage");
+    let _ = std::fs::remove_dir_all(&stage);
+    stage_pulsar(&stage, &lib).map_err(build_err("stage /pulsar"))?;
+    steps.push(("stage".to_string(), t.elapsed()));
+
+    // 4. Import: the root filesystem and /pulsar as one tar stream.
+    let t = Instant::now();
+    let mut child = Command::new("tar")
+        .arg("--numeric-owner")
+        .arg("-C")
+        .arg(&rootfs)
+        .arg("-cf")
+        .arg("-")
+        .arg(".")
+        .arg("-C")
+        .arg(&stage)
+        .arg("pulsar")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| build_err("tar")(e.to_string()))?;
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stream = tokio_util::io::ReaderStream::with_capacity(stdout, 1 << 20);
+    let (repo, t_tag) = super::engine::split_image(&tag);
+    let changes = vec![
+        "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/pulsar/bin"
+            .to_string(),
+        "ENV LANG=C.UTF-8".to_string(),
+        "WORKDIR /pulsar".to_string(),
+        "USER 10000".to_string(),
+        format!("LABEL {LABEL_IMAGE_INPUTS}={}", inputs_hash()),
+        format!("LABEL org.apache.pulsar.version={PULSAR_VERSION}"),
+        "CMD [\"bin/pulsar\", \"standalone\", \"-nfw\", \"-nss\"]".to_string(),
+    ];
+    let imported = engine.import_rootfs(stream, &repo, &t_tag, changes).await;
+    let out = child
+        .wait_with_output()
+        .await
+        .map_err(|e| build_err("tar")(e.to_string()))?;
+    imported?;
+    if !out.status.success() {
+        return Err(build_err("tar")(
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ));
+    }
+    let _ = std::fs::remove_dir_all(&stage);
+    steps.push(("import".to_string(), t.elapsed()));
+    Ok(BuildReport {
+        tag,
+        skipped: false,
+        steps,
+        total: started.elapsed(),
+    })
+}
+
+/// Drop what a container never needs, and add the user the official image runs as.
+fn trim_rootfs(root: &Path) -> Result<(), String> {
+    for dir in [
+        "var/cache/apt/archives",
+        "var/lib/apt/lists",
+        "usr/share/doc",
+        "usr/share/man",
+        "usr/share/locale",
+        "usr/share/info",
+    ] {
+        let d = root.join(dir);
+        if let Ok(entries) = std::fs::read_dir(&d) {
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    let _ = std::fs::remove_dir_all(&p);
+                } else if p.file_name().map(|n| n != "lock").unwrap_or(true) {
+                    let _ = std::fs::remove_file(&p);
+                }
+            }
+        }
+    }
+    let passwd = root.join("etc/passwd");
+    let mut text = std::fs::read_to_string(&passwd).map_err(|e| e.to_string())?;
+    if !text.contains(":10000:") {
+        text.push_str("pulsar:x:10000:0:pulsar:/pulsar/data:/bin/sh\n");
+        std::fs::write(&passwd, text).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// /pulsar: lib (hard links into the jar cache), conf, bin, writable data and logs.
+fn stage_pulsar(stage: &Path, lib: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let p = stage.join("pulsar");
+    for d in ["lib", "conf", "bin", "data", "logs"] {
+        std::fs::create_dir_all(p.join(d)).map_err(|e| e.to_string())?;
+    }
+    for e in std::fs::read_dir(lib).map_err(|e| e.to_string())? {
+        let e = e.map_err(|e| e.to_string())?;
+        let dst = p.join("lib").join(e.file_name());
+        if std::fs::hard_link(e.path(), &dst).is_err() {
+            std::fs::copy(e.path(), &dst).map_err(|e| e.to_string())?;
+        }
+    }
+    for (path, text, mode) in FILES {
+        let dst = p.join(path);
+        std::fs::write(&dst, text).map_err(|e| e.to_string())?;
+        std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(*mode))
+            .map_err(|e| e.to_string())?;
+    }
+    // The official image gives uid 10000 (group root) the writable directories.
+    for d in ["data", "logs", "conf"] {
+        chown_tree(&p.join(d), 10000, 0)?;
+    }
+    for d in ["data", "logs"] {
+        std::fs::set_permissions(p.join(d), std::fs::Permissions::from_mode(0o775))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn chown_tree(path: &Path, uid: u32, gid: u32) -> Result<(), String> {
+    std::os::unix::fs::chown(path, Some(uid), Some(gid))
+        .map_err(|e| format!("chown {}: {e}", path.display()))?;
+    if path.is_dir() {
+        for e in std::fs::read_dir(path).map_err(|e| e.to_string())? {
+            chown_tree(&e.map_err(|e| e.to_string())?.path(), uid, gid)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tag_follows_the_inputs() {
+        let t = local_image();
+        assert!(
+            t.starts_with(&format!("pulsar-chaos/pulsar:{PULSAR_VERSION}-")),
+            "{t}"
+        );
+        assert_eq!(t, local_image());
+        assert_ne!(hash_of(&["a", "bc"]), hash_of(&["ab", "c"]));
+    }
+
+    #[test]
+    fn the_pom_pins_the_version_the_code_expects() {
+        assert!(POM.contains(&format!(
+            "<pulsar.version>{PULSAR_VERSION}</pulsar.version>"
+        )));
+    }
+}

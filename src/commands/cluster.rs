@@ -1,0 +1,239 @@
+//! `cluster up|status|down`, `image build|show`, `clean`.
+
+use crate::cli::{ClusterUpArgs, TopologyArg};
+use crate::cluster::engine::Engine;
+use crate::cluster::{self, image, Cluster};
+use crate::error::{Error, Result};
+use crate::exit;
+use crate::lifecycle::RunGuard;
+use crate::nemesis;
+use crate::scenario::{DockerCluster, Topology};
+
+/// A short id for a run: time and process, in hex.
+pub fn new_run_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut r = crate::seed::Rng::new(nanos ^ (u64::from(std::process::id()) << 20));
+    format!("{:08x}", r.next_u64() as u32)
+}
+
+/// Connect to Docker and pick the image (printing which one and why).
+pub async fn engine_and_image(named: Option<&str>) -> Result<(Engine, String)> {
+    let engine = Engine::connect().await?;
+    let (img, source) = image::resolve(&engine, named).await?;
+    match source {
+        image::ImageSource::Local {
+            official_unavailable,
+        } => eprintln!(
+            "image: {img} (built locally; {} unavailable: {official_unavailable})",
+            image::official_image()
+        ),
+        _ => eprintln!("image: {img}"),
+    }
+    Ok((engine, img))
+}
+
+pub async fn up(args: ClusterUpArgs) -> Result<i32> {
+    let spec = DockerCluster {
+        topology: match args.topology {
+            TopologyArg::Standalone => Topology::Standalone,
+            TopologyArg::Cluster => Topology::Cluster,
+        },
+        image: args.image.clone(),
+        brokers: if args.topology == TopologyArg::Standalone {
+            1
+        } else {
+            args.brokers
+        },
+        bookies: args.bookies,
+        coordinators: args.coordinators,
+        binary_port: args.binary_port,
+        http_port: args.http_port,
+        ready_timeout: args.ready_timeout,
+    };
+    if spec.topology == Topology::Cluster && !(1..=5).contains(&spec.brokers) {
+        return Err(Error::Usage("--brokers must be between 1 and 5".into()));
+    }
+    if spec.topology == Topology::Cluster && !(1..=3).contains(&spec.bookies) {
+        return Err(Error::Usage("--bookies must be between 1 and 3".into()));
+    }
+    let (engine, img) = engine_and_image(args.image.as_deref()).await?;
+    let run_id = new_run_id();
+    let guard = RunGuard::new(&run_id);
+    let started = std::time::Instant::now();
+    eprintln!("starting a {} cluster, run id {run_id}", spec.topology);
+    let cluster = Cluster::up(engine, &spec, &run_id, &img, true).await?;
+    let ready = match crate::ready::wait_ready(&cluster, spec.ready_timeout).await {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = cluster.down().await;
+            return Err(e.into());
+        }
+    };
+    drop(guard);
+    let elapsed = started.elapsed();
+    if args.json {
+        let brokers: Vec<serde_json::Value> = cluster
+            .brokers()
+            .iter()
+            .map(|b| serde_json::json!({"index": b.index, "container": b.node.name, "service_url": b.service_url, "admin_url": b.admin_url}))
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({
+                "run_id": run_id,
+                "topology": spec.topology.to_string(),
+                "image": img,
+                "service_url": cluster.service_url,
+                "admin_url": cluster.admin_url,
+                "brokers": brokers,
+                "ready_ms": elapsed.as_millis() as u64,
+            })
+        );
+    } else {
+        println!(
+            "cluster {run_id} is ready after {:.1}s",
+            elapsed.as_secs_f64()
+        );
+        for (step, d) in &ready.steps {
+            println!("  {step}: {:.1}s", d.as_secs_f64());
+        }
+        println!("service URL: {}", cluster.service_url);
+        println!("admin URL:   {}", cluster.admin_url);
+        for b in cluster.brokers() {
+            println!(
+                "broker-{}: {} ({}, {})",
+                b.index, b.node.name, b.service_url, b.admin_url
+            );
+        }
+        println!("remove it with: pulsar-chaos cluster down --run {run_id}");
+    }
+    Ok(exit::PASS)
+}
+
+pub async fn status() -> Result<i32> {
+    let engine = Engine::connect().await?;
+    let runs = cluster::list_runs(&engine).await?;
+    if runs.is_empty() {
+        println!("no clusters of pulsar-chaos are running");
+    }
+    for r in runs {
+        println!("run {}{}", r.run_id, if r.kept { " (kept)" } else { "" });
+        for (name, state) in r.containers {
+            println!("  {name}: {state}");
+        }
+        if let Ok(c) = Cluster::attach(engine.clone(), &r.run_id).await {
+            println!(
+                "  service URL: {}  admin URL: {}",
+                c.service_url, c.admin_url
+            );
+        }
+    }
+    Ok(exit::PASS)
+}
+
+pub async fn down(run: Option<String>) -> Result<i32> {
+    let engine = Engine::connect().await?;
+    let runs = cluster::list_runs(&engine).await?;
+    let targets: Vec<String> = match run {
+        Some(r) => {
+            if !runs.iter().any(|x| x.run_id == r) {
+                return Err(cluster::ClusterError::NoSuchRun { run_id: r }.into());
+            }
+            vec![r]
+        }
+        None => runs
+            .iter()
+            .filter(|r| r.kept)
+            .map(|r| r.run_id.clone())
+            .collect(),
+    };
+    if targets.is_empty() {
+        println!("no kept clusters to remove");
+    }
+    for r in targets {
+        nemesis::heal_run(&engine, &r).await;
+        let removed = cluster::remove_run(&engine, &r).await?;
+        println!(
+            "removed cluster {r}: {} container(s), {} network(s)",
+            removed.containers.len(),
+            removed.networks.len()
+        );
+    }
+    Ok(exit::PASS)
+}
+
+pub async fn image_build(force: bool) -> Result<i32> {
+    let engine = Engine::connect().await?;
+    eprintln!(
+        "building {} (Pulsar {})",
+        image::local_image(),
+        crate::scenario::PULSAR_VERSION
+    );
+    let r = image::build(&engine, force).await?;
+    if r.skipped {
+        println!(
+            "{} is up to date (its inputs have not changed); nothing to do",
+            r.tag
+        );
+    } else {
+        for (step, d) in &r.steps {
+            println!("  {step}: {:.1}s", d.as_secs_f64());
+        }
+        println!("built {} in {:.1}s", r.tag, r.total.as_secs_f64());
+    }
+    Ok(exit::PASS)
+}
+
+pub async fn image_show() -> Result<i32> {
+    let (_, img) = engine_and_image(None).await?;
+    println!("{img}");
+    Ok(exit::PASS)
+}
+
+/// Remove every labelled leftover: heal journaled faults, then containers, networks, volumes.
+pub async fn clean() -> Result<i32> {
+    let engine = Engine::connect().await?;
+    let mut said = false;
+    let runs: Vec<String> = cluster::list_runs(&engine)
+        .await?
+        .into_iter()
+        .map(|r| r.run_id)
+        .chain(nemesis::journal::runs_with_journals())
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for run in runs {
+        if !seen.insert(run.clone()) {
+            continue;
+        }
+        for line in nemesis::heal_outstanding(&engine, &run).await {
+            println!("run {run}: {line}");
+            said = true;
+        }
+    }
+    let removed =
+        cluster::remove_labelled(&engine, &[(cluster::engine::LABEL_MANAGED, "true")]).await?;
+    for c in &removed.containers {
+        println!("removed container {c}");
+        said = true;
+    }
+    for n in &removed.networks {
+        println!("removed network {n}");
+        said = true;
+    }
+    for v in &removed.volumes {
+        println!("removed volume {v}");
+        said = true;
+    }
+    for run in seen {
+        nemesis::journal::remove(&run);
+    }
+    if !said {
+        println!(
+            "nothing to clean: no container, network, volume or fault of pulsar-chaos is left"
+        );
+    }
+    Ok(exit::PASS)
+}

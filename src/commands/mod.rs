@@ -1,0 +1,26 @@
+//! One function per sub-command; `main` calls [`dispatch`]. Each returns the exit code of a
+//! completed command (verdict-bearing commands return 0, 1 or 4) or a typed error.
+
+pub mod cluster;
+pub mod scenario;
+
+use crate::cli::{ClusterCommand, Command, ImageCommand};
+use crate::error::Result;
+
+pub async fn dispatch(cmd: Command) -> Result<i32> {
+    match cmd {
+        Command::Validate { scenario } => scenario::validate(&scenario),
+        Command::Plan { scenario, seed } => scenario::plan(&scenario, seed),
+        Command::Cluster(ClusterCommand::Up(args)) => cluster::up(args).await,
+        Command::Cluster(ClusterCommand::Status) => cluster::status().await,
+        Command::Cluster(ClusterCommand::Down { run }) => cluster::down(run).await,
+        Command::Image(ImageCommand::Build { force }) => cluster::image_build(force).await,
+        Command::Image(ImageCommand::Show) => cluster::image_show().await,
+        Command::Clean => cluster::clean().await,
+        Command::Run(_)
+        | Command::Verify(_)
+        | Command::Replay { .. }
+        | Command::Soak(_)
+        | Command::Report { .. } => Err(crate::error::Error::Usage("not implemented yet".into())),
+    }
+}

@@ -1,0 +1,26 @@
+//! `validate` and `plan`: scenario files, no Docker.
+
+use std::path::Path;
+
+use crate::error::Result;
+use crate::{exit, plan, scenario};
+
+pub fn validate(path: &Path) -> Result<i32> {
+    let s = scenario::load(path)?;
+    println!(
+        "{}: valid: scenario '{}', {} numbers in transactions of {}, {} fault(s)",
+        path.display(),
+        s.name,
+        s.workload.messages,
+        s.workload.txn_size,
+        s.faults.len()
+    );
+    Ok(exit::PASS)
+}
+
+pub fn plan(path: &Path, seed: Option<u64>) -> Result<i32> {
+    let s = scenario::load(path)?;
+    let seed = seed.or(s.seed).unwrap_or(0);
+    print!("{}", plan::make(&s, seed).to_json());
+    Ok(exit::PASS)
+}

@@ -1,0 +1,50 @@
+//! The top-level error of a command, and the exit code each kind maps to. Modules have their
+//! own typed errors; this only gathers them.
+
+use crate::admin::AdminError;
+use crate::cluster::ClusterError;
+use crate::exit;
+use crate::history::HistoryError;
+use crate::scenario::ScenarioError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Scenario(#[from] ScenarioError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Cluster(#[from] ClusterError),
+    #[error("the Pulsar admin API failed: {0}")]
+    Admin(#[from] AdminError),
+    #[error("{0}")]
+    Pulsar(String),
+    #[error("{0}")]
+    History(#[from] HistoryError),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("interrupted; everything the run created was removed")]
+    Interrupted,
+}
+
+impl Error {
+    /// The documented exit code for this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Scenario(_) | Error::Usage(_) => exit::BAD_INPUT,
+            Error::Interrupted => exit::INTERRUPTED,
+            _ => exit::INFRASTRUCTURE,
+        }
+    }
+
+    pub fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+        let context = context.into();
+        move |source| Error::Io { context, source }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

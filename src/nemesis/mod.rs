@@ -1,0 +1,618 @@
+//! The nemesis: one injector per fault kind, each with a heal. What an injector changes in a
+//! container is journaled on disk before it is changed ([`journal`]), so a crash of the
+//! harness leaves nothing `pulsar-chaos clean` cannot undo. Only labelled containers are
+//! touched.
+
+pub mod journal;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use journal::Change;
+
+use crate::admin::Admin;
+use crate::cluster::engine::Engine;
+use crate::cluster::{self, Cluster, ClusterError, Node, Role, STOP_TIMEOUT};
+use crate::plan::{PlannedFault, PlannedTarget};
+use crate::scenario::{FaultKind, RestartMode, UnloadScope};
+use crate::txn::coordinator::TC_ASSIGN_TOPIC;
+
+/// Errors of injecting or healing a fault.
+#[derive(Debug, thiserror::Error)]
+pub enum NemesisError {
+    #[error("{0}")]
+    Cluster(#[from] ClusterError),
+    #[error("cannot resolve the target {target}: {reason}")]
+    Target { target: String, reason: String },
+    #[error("{action} failed: {reason}")]
+    Action { action: String, reason: String },
+    #[error("cannot write the fault journal: {0}")]
+    Journal(#[from] std::io::Error),
+}
+
+/// What an injection did, for the history and for its heal.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    /// The resolved target, e.g. "broker-2 (owns partition 1)".
+    pub target: String,
+    /// The exact command or API call.
+    pub action: String,
+    /// How: e.g. which packet-loss method was used and why.
+    pub detail: String,
+    node: Option<Node>,
+    changes: Vec<(u64, Change)>,
+}
+
+/// What a heal did.
+#[derive(Debug, Clone)]
+pub struct Healed {
+    pub action: String,
+    pub detail: String,
+}
+
+/// Which mechanism a packet-loss fault used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LossMethod {
+    Netem,
+    Nftables,
+}
+
+/// Context every injector gets.
+pub struct Nemesis {
+    pub cluster: Arc<Cluster>,
+    pub admin: Admin,
+    pub tools_image: String,
+    /// The workload's topic, and its partition count.
+    pub topic: String,
+    pub partitions: u32,
+    next_change: AtomicU64,
+}
+
+/// One fault kind: make it happen, and undo it.
+#[allow(async_fn_in_trait)]
+pub trait Injector {
+    async fn inject(&self, nem: &Nemesis, f: &PlannedFault) -> Result<Applied, NemesisError>;
+    async fn heal(&self, nem: &Nemesis, applied: &Applied) -> Result<Healed, NemesisError>;
+}
+
+/// broker_restart, bookie_restart, zookeeper_restart.
+pub struct Restart {
+    pub mode: RestartMode,
+}
+/// pause.
+pub struct Pause;
+/// packet_loss.
+pub struct PacketLoss {
+    pub percent: u8,
+}
+/// topic_unload.
+pub struct Unload {
+    pub scope: UnloadScope,
+}
+
+const NFT_TABLE: &str = "pulsar_chaos";
+
+impl Nemesis {
+    pub fn new(
+        cluster: Arc<Cluster>,
+        admin: Admin,
+        tools_image: String,
+        topic: String,
+        partitions: u32,
+    ) -> Nemesis {
+        Nemesis {
+            cluster,
+            admin,
+            tools_image,
+            topic,
+            partitions,
+            next_change: AtomicU64::new(1),
+        }
+    }
+
+    fn run_id(&self) -> &str {
+        &self.cluster.run_id
+    }
+
+    fn journal(&self, change: Change) -> Result<(u64, Change), NemesisError> {
+        let id = self.next_change.fetch_add(1, Ordering::Relaxed);
+        journal::applied(self.run_id(), id, &change)?;
+        Ok((id, change))
+    }
+
+    fn journal_healed(&self, id: u64) {
+        if let Err(e) = journal::healed(self.run_id(), id) {
+            tracing::warn!("fault journal: {e}");
+        }
+    }
+
+    /// The container a planned target names now (owners are looked up at this moment).
+    pub async fn resolve(&self, target: &PlannedTarget) -> Result<(Node, String), NemesisError> {
+        let err = |reason: String| NemesisError::Target {
+            target: target.to_string(),
+            reason,
+        };
+        let broker_owning = |topic: String, what: String| async move {
+            let l = self
+                .admin
+                .lookup(&topic)
+                .await
+                .map_err(|e| err(e.to_string()))?;
+            let b = self.cluster.broker_by_url(&l.broker_url).ok_or_else(|| {
+                err(format!(
+                    "{} is served by {}, which is not a broker of this run",
+                    topic, l.broker_url
+                ))
+            })?;
+            Ok::<_, NemesisError>((b.node.clone(), format!("broker-{} ({what})", b.index)))
+        };
+        match target {
+            PlannedTarget::Broker { index } => {
+                let b = self
+                    .cluster
+                    .broker(*index)
+                    .ok_or_else(|| err(format!("no broker-{index}")))?;
+                Ok((b.node, format!("broker-{index}")))
+            }
+            PlannedTarget::OwnerOfTopic { partition } => {
+                let topic = match partition {
+                    Some(p) if self.partitions > 1 => format!("{}-partition-{p}", self.topic),
+                    _ => self.topic.clone(),
+                };
+                let what = match partition {
+                    Some(p) => format!("owns partition {p} of the topic"),
+                    None => "owns the topic".to_string(),
+                };
+                broker_owning(topic, what).await
+            }
+            PlannedTarget::CoordinatorOwner { coordinator } => {
+                broker_owning(
+                    format!("{TC_ASSIGN_TOPIC}-partition-{coordinator}"),
+                    format!("serves transaction coordinator {coordinator}"),
+                )
+                .await
+            }
+            PlannedTarget::Bookie { index } => {
+                let n = self
+                    .cluster
+                    .node(Role::Bookie, *index)
+                    .ok_or_else(|| err(format!("no bookie-{index}")))?;
+                Ok((n.clone(), format!("bookie-{index}")))
+            }
+            PlannedTarget::Zookeeper => {
+                let n = self
+                    .cluster
+                    .node(Role::Zookeeper, 1)
+                    .ok_or_else(|| err("no zookeeper in this topology".into()))?;
+                Ok((n.clone(), "zookeeper".into()))
+            }
+            PlannedTarget::Cluster => Err(err("the admin API is not a container".into())),
+        }
+    }
+
+    /// Inject a planned fault with the injector of its kind.
+    pub async fn inject(&self, f: &PlannedFault) -> Result<Applied, NemesisError> {
+        match &f.kind {
+            FaultKind::BrokerRestart { mode, .. }
+            | FaultKind::BookieRestart { mode, .. }
+            | FaultKind::ZookeeperRestart { mode, .. } => {
+                Restart { mode: *mode }.inject(self, f).await
+            }
+            FaultKind::Pause { .. } => Pause.inject(self, f).await,
+            FaultKind::PacketLoss { percent, .. } => {
+                PacketLoss { percent: *percent }.inject(self, f).await
+            }
+            FaultKind::TopicUnload { scope } => {
+                Unload {
+                    scope: scope.clone(),
+                }
+                .inject(self, f)
+                .await
+            }
+        }
+    }
+
+    /// Heal what an injection applied.
+    pub async fn heal(&self, f: &PlannedFault, applied: &Applied) -> Result<Healed, NemesisError> {
+        match &f.kind {
+            FaultKind::BrokerRestart { mode, .. }
+            | FaultKind::BookieRestart { mode, .. }
+            | FaultKind::ZookeeperRestart { mode, .. } => {
+                Restart { mode: *mode }.heal(self, applied).await
+            }
+            FaultKind::Pause { .. } => Pause.heal(self, applied).await,
+            FaultKind::PacketLoss { percent, .. } => {
+                PacketLoss { percent: *percent }.heal(self, applied).await
+            }
+            FaultKind::TopicUnload { scope } => {
+                Unload {
+                    scope: scope.clone(),
+                }
+                .heal(self, applied)
+                .await
+            }
+        }
+    }
+
+    /// Undo everything still journaled for this run (before the final read, on error).
+    pub async fn heal_all(&self) -> Vec<String> {
+        heal_outstanding(self.cluster.engine(), self.run_id()).await
+    }
+}
+
+impl Injector for Restart {
+    async fn inject(&self, nem: &Nemesis, f: &PlannedFault) -> Result<Applied, NemesisError> {
+        let (node, target) = nem.resolve(&f.target).await?;
+        let change = nem.journal(Change::Stopped {
+            container: node.id.clone(),
+        })?;
+        let action = match self.mode {
+            RestartMode::Kill => {
+                nem.cluster.kill(&node).await?;
+                format!("docker kill --signal SIGKILL {}", node.name)
+            }
+            RestartMode::Graceful => {
+                nem.cluster.stop(&node, STOP_TIMEOUT).await?;
+                format!(
+                    "docker stop --time {} {}",
+                    STOP_TIMEOUT.as_secs(),
+                    node.name
+                )
+            }
+        };
+        Ok(Applied {
+            target,
+            action,
+            detail: format!("down for {}ms", f.hold().as_millis()),
+            node: Some(node),
+            changes: vec![change],
+        })
+    }
+
+    async fn heal(&self, nem: &Nemesis, a: &Applied) -> Result<Healed, NemesisError> {
+        let node = a.node.as_ref().expect("restarts have a node");
+        nem.cluster.start(node).await?;
+        for (id, _) in &a.changes {
+            nem.journal_healed(*id);
+        }
+        Ok(Healed {
+            action: format!("docker start {}", node.name),
+            detail: String::new(),
+        })
+    }
+}
+
+impl Injector for Pause {
+    async fn inject(&self, nem: &Nemesis, f: &PlannedFault) -> Result<Applied, NemesisError> {
+        let (node, target) = nem.resolve(&f.target).await?;
+        let change = nem.journal(Change::Paused {
+            container: node.id.clone(),
+        })?;
+        nem.cluster.pause(&node).await?;
+        Ok(Applied {
+            target,
+            action: format!("docker pause {}", node.name),
+            detail: format!("frozen for {}ms", f.hold().as_millis()),
+            node: Some(node),
+            changes: vec![change],
+        })
+    }
+
+    async fn heal(&self, nem: &Nemesis, a: &Applied) -> Result<Healed, NemesisError> {
+        let node = a.node.as_ref().expect("pauses have a node");
+        nem.cluster.unpause(node).await?;
+        for (id, _) in &a.changes {
+            nem.journal_healed(*id);
+        }
+        Ok(Healed {
+            action: format!("docker unpause {}", node.name),
+            detail: String::new(),
+        })
+    }
+}
+
+/// The nft script that drops `percent`% of the packets leaving eth0 (as netem does on egress).
+pub fn nft_loss_script(percent: u8) -> String {
+    format!(
+        "nft add table inet {NFT_TABLE} && \
+         nft add chain inet {NFT_TABLE} out '{{ type filter hook output priority -150; policy accept; }}' && \
+         nft add rule inet {NFT_TABLE} out oifname eth0 numgen random mod 100 '<' {percent} drop"
+    )
+}
+
+pub fn netem_loss_script(percent: u8) -> String {
+    format!("tc qdisc add dev eth0 root netem loss {percent}%")
+}
+
+/// Whether tc's failure means "this kernel has no netem" (fall back to nftables).
+pub fn netem_unavailable(output: &str) -> bool {
+    let o = output.to_ascii_lowercase();
+    o.contains("specified qdisc kind is unknown")
+        || o.contains("unknown qdisc")
+        || o.contains("not supported")
+        || o.contains("no such file or directory")
+        || o.contains("not found")
+}
+
+impl Injector for PacketLoss {
+    async fn inject(&self, nem: &Nemesis, f: &PlannedFault) -> Result<Applied, NemesisError> {
+        let (node, target) = nem.resolve(&f.target).await?;
+        if std::env::var("PULSAR_CHAOS_FORCE_NFT").is_err() {
+            let change = nem.journal(Change::Netem {
+                container: node.id.clone(),
+                tools_image: nem.tools_image.clone(),
+            })?;
+            let script = netem_loss_script(self.percent);
+            let (code, out) = nem
+                .cluster
+                .exec_in_netns(&node, &nem.tools_image, &script)
+                .await?;
+            if code == 0 {
+                return Ok(Applied {
+                    target,
+                    action: format!("{script}  (in the network namespace of {})", node.name),
+                    detail: "method: tc netem".into(),
+                    node: Some(node),
+                    changes: vec![change],
+                });
+            }
+            nem.journal_healed(change.0);
+            if !netem_unavailable(&out) {
+                return Err(NemesisError::Action {
+                    action: script,
+                    reason: format!("exit {code}: {}", out.trim()),
+                });
+            }
+            tracing::info!(
+                "tc netem refused ({}); falling back to nftables",
+                out.trim()
+            );
+            return self
+                .inject_nft(
+                    nem,
+                    node,
+                    target,
+                    format!("method: nftables (tc netem refused: {})", out.trim()),
+                )
+                .await;
+        }
+        self.inject_nft(
+            nem,
+            node,
+            target,
+            "method: nftables (PULSAR_CHAOS_FORCE_NFT set)".into(),
+        )
+        .await
+    }
+
+    async fn heal(&self, nem: &Nemesis, a: &Applied) -> Result<Healed, NemesisError> {
+        let node = a.node.as_ref().expect("packet loss has a node");
+        let mut actions = Vec::new();
+        for (id, change) in &a.changes {
+            let script = match change {
+                Change::Netem { .. } => "tc qdisc del dev eth0 root".to_string(),
+                Change::Nft { .. } => format!("nft delete table inet {NFT_TABLE}"),
+                _ => continue,
+            };
+            let (code, out) = nem
+                .cluster
+                .exec_in_netns(node, &nem.tools_image, &script)
+                .await?;
+            if code != 0 {
+                return Err(NemesisError::Action {
+                    action: script,
+                    reason: format!("exit {code}: {}", out.trim()),
+                });
+            }
+            nem.journal_healed(*id);
+            actions.push(script);
+        }
+        Ok(Healed {
+            action: format!(
+                "{}  (in the network namespace of {})",
+                actions.join("; "),
+                node.name
+            ),
+            detail: String::new(),
+        })
+    }
+}
+
+impl PacketLoss {
+    async fn inject_nft(
+        &self,
+        nem: &Nemesis,
+        node: Node,
+        target: String,
+        detail: String,
+    ) -> Result<Applied, NemesisError> {
+        let change = nem.journal(Change::Nft {
+            container: node.id.clone(),
+            tools_image: nem.tools_image.clone(),
+        })?;
+        let script = nft_loss_script(self.percent);
+        let (code, out) = nem
+            .cluster
+            .exec_in_netns(&node, &nem.tools_image, &script)
+            .await?;
+        if code != 0 {
+            // Remove a half-made table; the journal entry stays for `clean` if that fails too.
+            let _ = nem
+                .cluster
+                .exec_in_netns(
+                    &node,
+                    &nem.tools_image,
+                    &format!("nft delete table inet {NFT_TABLE}"),
+                )
+                .await;
+            nem.journal_healed(change.0);
+            return Err(NemesisError::Action {
+                action: script,
+                reason: format!("exit {code}: {}", out.trim()),
+            });
+        }
+        Ok(Applied {
+            target,
+            action: format!("{script}  (in the network namespace of {})", node.name),
+            detail,
+            node: Some(node),
+            changes: vec![change],
+        })
+    }
+}
+
+impl Injector for Unload {
+    async fn inject(&self, nem: &Nemesis, _f: &PlannedFault) -> Result<Applied, NemesisError> {
+        let (action, result) = match &self.scope {
+            UnloadScope::WorkloadTopic => {
+                let path = crate::admin::topic_path(&nem.topic);
+                (
+                    format!("PUT {}/admin/v2/{path}/unload", nem.admin.base()),
+                    nem.admin.unload_topic(&nem.topic).await,
+                )
+            }
+            UnloadScope::Topic(t) => {
+                let path = crate::admin::topic_path(t);
+                (
+                    format!("PUT {}/admin/v2/{path}/unload", nem.admin.base()),
+                    nem.admin.unload_topic(t).await,
+                )
+            }
+            UnloadScope::Namespace(ns) => (
+                format!("PUT {}/admin/v2/namespaces/{ns}/unload", nem.admin.base()),
+                nem.admin.unload_namespace(ns).await,
+            ),
+        };
+        result.map_err(|e| NemesisError::Action {
+            action: action.clone(),
+            reason: e.to_string(),
+        })?;
+        Ok(Applied {
+            target: "cluster (admin API)".into(),
+            action,
+            detail: "the topic is loaded again on its next use".into(),
+            node: None,
+            changes: Vec::new(),
+        })
+    }
+
+    async fn heal(&self, _nem: &Nemesis, _a: &Applied) -> Result<Healed, NemesisError> {
+        Ok(Healed {
+            action: "none (an unload needs no heal)".into(),
+            detail: String::new(),
+        })
+    }
+}
+
+/// Undo a run's journaled changes that were not healed. Returns what was done.
+pub async fn heal_outstanding(engine: &Engine, run_id: &str) -> Vec<String> {
+    let mut done = Vec::new();
+    for (id, change) in journal::outstanding(run_id) {
+        let r: Result<String, ClusterError> = match &change {
+            Change::Paused { container } => engine
+                .unpause(container)
+                .await
+                .map(|_| format!("unpaused {container}")),
+            Change::Stopped { container } => engine
+                .start(container)
+                .await
+                .map(|_| format!("started {container}")),
+            Change::Netem {
+                container,
+                tools_image,
+            } => cluster::exec_in_netns(
+                engine,
+                run_id,
+                container,
+                "heal",
+                tools_image,
+                "tc qdisc del dev eth0 root || true",
+            )
+            .await
+            .map(|_| format!("removed the netem qdisc of {container}")),
+            Change::Nft {
+                container,
+                tools_image,
+            } => cluster::exec_in_netns(
+                engine,
+                run_id,
+                container,
+                "heal",
+                tools_image,
+                &format!("nft delete table inet {NFT_TABLE} || true"),
+            )
+            .await
+            .map(|_| format!("removed the nft table of {container}")),
+        };
+        match r {
+            Ok(what) => {
+                let _ = journal::healed(run_id, id);
+                done.push(what);
+            }
+            Err(e) => {
+                // A container that is gone took its changes with it.
+                let gone = matches!(engine.state(change_container(&change)).await, Ok(None));
+                if gone {
+                    let _ = journal::healed(run_id, id);
+                    done.push(format!(
+                        "{} is gone (nothing to undo)",
+                        change_container(&change)
+                    ));
+                } else {
+                    done.push(format!("could not undo {change:?}: {e}"));
+                }
+            }
+        }
+    }
+    if journal::outstanding(run_id).is_empty() {
+        journal::remove(run_id);
+    }
+    done
+}
+
+fn change_container(c: &Change) -> &str {
+    match c {
+        Change::Paused { container }
+        | Change::Stopped { container }
+        | Change::Netem { container, .. }
+        | Change::Nft { container, .. } => container,
+    }
+}
+
+/// Heal a run's leftovers after a signal or a crash (journal first, then any paused
+/// container of the run).
+pub async fn heal_run(engine: &Engine, run_id: &str) {
+    for line in heal_outstanding(engine, run_id).await {
+        eprintln!("heal: {line}");
+    }
+}
+
+/// Wait for `d`, unless it is zero.
+pub async fn hold(d: Duration) {
+    if !d.is_zero() {
+        tokio::time::sleep(d).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loss_scripts() {
+        assert_eq!(
+            netem_loss_script(30),
+            "tc qdisc add dev eth0 root netem loss 30%"
+        );
+        let nft = nft_loss_script(60);
+        assert!(nft.contains("numgen random mod 100 '<' 60 drop"), "{nft}");
+        assert!(nft.contains("oifname eth0"), "{nft}");
+    }
+
+    #[test]
+    fn netem_refusals_are_recognised() {
+        assert!(netem_unavailable("Error: Specified qdisc kind is unknown."));
+        assert!(!netem_unavailable("RTNETLINK answers: File exists"));
+    }
+}

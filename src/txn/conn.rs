@@ -1,0 +1,524 @@
+//! One binary-protocol connection to a broker, owned by the harness: CONNECT, PING/PONG,
+//! request-id matching, send receipts by (producer id, sequence id), consumer messages by
+//! consumer id. Built on the `pulsar` crate's frame codec and protocol types.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::{SinkExt, StreamExt};
+use pulsar::message::proto::{self, base_command::Type, BaseCommand, MessageIdData, ServerError};
+use pulsar::message::{Codec, Message, Payload};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::Framed;
+
+use super::TxnError;
+
+/// The protocol version we speak (v19 adds TC_CLIENT_CONNECT).
+pub const PROTOCOL_VERSION: i32 = 19;
+/// A PING goes out this often; a connection silent for KEEPALIVE_DEAD is closed.
+const KEEPALIVE_EVERY: Duration = Duration::from_secs(10);
+const KEEPALIVE_DEAD: Duration = Duration::from_secs(30);
+
+/// What a consumer receives.
+#[derive(Debug)]
+pub enum ConsumerEvent {
+    Message {
+        id: MessageIdData,
+        payload: Payload,
+    },
+    /// The broker closed the consumer (unload), or the connection died.
+    Closed(String),
+}
+
+type Receipt = Result<MessageIdData, TxnError>;
+
+struct Shared {
+    addr: String,
+    next_request: AtomicU64,
+    next_handle: AtomicU64,
+    pending: Mutex<HashMap<u64, oneshot::Sender<BaseCommand>>>,
+    receipts: Mutex<HashMap<(u64, u64), oneshot::Sender<Receipt>>>,
+    closed_producers: Mutex<HashSet<u64>>,
+    consumers: Mutex<HashMap<u64, mpsc::UnboundedSender<ConsumerEvent>>>,
+    closed: AtomicBool,
+    close_reason: Mutex<Option<String>>,
+    last_frame: Mutex<Instant>,
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    max_message_size: Mutex<Option<i32>>,
+}
+
+impl Shared {
+    /// Mark the connection dead and fail everything waiting on it.
+    fn fail_all(&self, reason: &str) {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        *self.close_reason.lock().expect("lock") = Some(reason.to_string());
+        // Dropping the senders wakes every waiter with "closed".
+        self.pending.lock().expect("lock").clear();
+        for (_, tx) in self.receipts.lock().expect("lock").drain() {
+            let _ = tx.send(Err(TxnError::ConnectionLost(reason.to_string())));
+        }
+        for (_, tx) in self.consumers.lock().expect("lock").drain() {
+            let _ = tx.send(ConsumerEvent::Closed(reason.to_string()));
+        }
+    }
+}
+
+/// A connection; cheap to clone.
+#[derive(Clone)]
+pub struct Connection {
+    out: mpsc::UnboundedSender<Message>,
+    shared: Arc<Shared>,
+}
+
+/// `BaseCommand` of type `t` with nothing set.
+pub fn base(t: Type) -> BaseCommand {
+    BaseCommand {
+        r#type: t as i32,
+        ..Default::default()
+    }
+}
+
+/// The request id a broker response answers, if it is a response.
+fn response_request_id(c: &BaseCommand) -> Option<u64> {
+    c.success
+        .as_ref()
+        .map(|x| x.request_id)
+        .or_else(|| c.error.as_ref().map(|x| x.request_id))
+        .or_else(|| c.producer_success.as_ref().map(|x| x.request_id))
+        .or_else(|| c.lookup_topic_response.as_ref().map(|x| x.request_id))
+        .or_else(|| c.partition_metadata_response.as_ref().map(|x| x.request_id))
+        .or_else(|| {
+            c.get_last_message_id_response
+                .as_ref()
+                .map(|x| x.request_id)
+        })
+        .or_else(|| c.tc_client_connect_response.as_ref().map(|x| x.request_id))
+        .or_else(|| c.new_txn_response.as_ref().map(|x| x.request_id))
+        .or_else(|| {
+            c.add_partition_to_txn_response
+                .as_ref()
+                .map(|x| x.request_id)
+        })
+        .or_else(|| c.end_txn_response.as_ref().map(|x| x.request_id))
+}
+
+/// A server error code as the enum (UnknownError for codes this crate does not know).
+pub fn server_error(code: i32) -> ServerError {
+    ServerError::try_from(code).unwrap_or(ServerError::UnknownError)
+}
+
+impl Connection {
+    /// Connect to `addr` ("host:port") and complete the CONNECT handshake.
+    pub async fn connect(addr: &str, timeout: Duration) -> Result<Connection, TxnError> {
+        let fut = async {
+            let stream = TcpStream::connect(addr)
+                .await
+                .map_err(|e| TxnError::NotSent(format!("connect to {addr}: {e}")))?;
+            let _ = stream.set_nodelay(true);
+            let mut framed = Framed::new(stream, Codec);
+            let mut c = base(Type::Connect);
+            c.connect = Some(proto::CommandConnect {
+                client_version: format!("pulsar-chaos/{}", env!("CARGO_PKG_VERSION")),
+                protocol_version: Some(PROTOCOL_VERSION),
+                ..Default::default()
+            });
+            framed
+                .send(Message {
+                    command: c,
+                    payload: None,
+                })
+                .await
+                .map_err(|e| TxnError::NotSent(format!("CONNECT to {addr}: {e}")))?;
+            loop {
+                match framed.next().await {
+                    Some(Ok(m)) => {
+                        if let Some(c) = m.command.connected {
+                            return Ok((framed, c));
+                        }
+                        if let Some(e) = m.command.error {
+                            return Err(TxnError::NotSent(format!(
+                                "CONNECT to {addr} refused: {:?} {}",
+                                server_error(e.error),
+                                e.message
+                            )));
+                        }
+                    }
+                    Some(Err(e)) => {
+                        return Err(TxnError::NotSent(format!("CONNECT to {addr}: {e}")))
+                    }
+                    None => {
+                        return Err(TxnError::NotSent(format!(
+                            "CONNECT to {addr}: connection closed"
+                        )))
+                    }
+                }
+            }
+        };
+        let (framed, connected) = tokio::time::timeout(timeout, fut).await.map_err(|_| {
+            TxnError::NotSent(format!(
+                "connect to {addr}: no answer within {}ms",
+                timeout.as_millis()
+            ))
+        })??;
+        let (mut sink, mut stream) = framed.split();
+        let (out, mut rx) = mpsc::unbounded_channel::<Message>();
+        let shared = Arc::new(Shared {
+            addr: addr.to_string(),
+            next_request: AtomicU64::new(1),
+            next_handle: AtomicU64::new(1),
+            pending: Mutex::new(HashMap::new()),
+            receipts: Mutex::new(HashMap::new()),
+            closed_producers: Mutex::new(HashSet::new()),
+            consumers: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
+            close_reason: Mutex::new(None),
+            last_frame: Mutex::new(Instant::now()),
+            tasks: Mutex::new(Vec::new()),
+            max_message_size: Mutex::new(connected.max_message_size),
+        });
+        // Writer.
+        let sh = shared.clone();
+        let writer = tokio::spawn(async move {
+            while let Some(m) = rx.recv().await {
+                if let Err(e) = sink.send(m).await {
+                    sh.fail_all(&format!("write to {}: {e}", sh.addr));
+                    break;
+                }
+            }
+        });
+        // Reader.
+        let sh = shared.clone();
+        let pong_out = out.clone();
+        let reader = tokio::spawn(async move {
+            loop {
+                match stream.next().await {
+                    Some(Ok(m)) => {
+                        *sh.last_frame.lock().expect("lock") = Instant::now();
+                        dispatch(&sh, &pong_out, m);
+                    }
+                    Some(Err(e)) => {
+                        sh.fail_all(&format!("read from {}: {e}", sh.addr));
+                        break;
+                    }
+                    None => {
+                        sh.fail_all(&format!("{} closed the connection", sh.addr));
+                        break;
+                    }
+                }
+            }
+        });
+        // Keepalive.
+        let sh = shared.clone();
+        let ping_out = out.clone();
+        let keepalive = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(KEEPALIVE_EVERY).await;
+                if sh.closed.load(Ordering::SeqCst) {
+                    break;
+                }
+                let silent = sh.last_frame.lock().expect("lock").elapsed();
+                if silent > KEEPALIVE_DEAD {
+                    sh.fail_all(&format!(
+                        "{} silent for {}s (keepalive)",
+                        sh.addr,
+                        silent.as_secs()
+                    ));
+                    break;
+                }
+                let mut p = base(Type::Ping);
+                p.ping = Some(proto::CommandPing {});
+                let _ = ping_out.send(Message {
+                    command: p,
+                    payload: None,
+                });
+            }
+        });
+        shared
+            .tasks
+            .lock()
+            .expect("lock")
+            .extend([writer, reader, keepalive]);
+        Ok(Connection { out, shared })
+    }
+
+    pub fn addr(&self) -> &str {
+        &self.shared.addr
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::SeqCst)
+    }
+
+    pub fn close_reason(&self) -> Option<String> {
+        self.shared.close_reason.lock().expect("lock").clone()
+    }
+
+    /// Close the connection and stop its tasks.
+    pub fn close(&self) {
+        self.shared.fail_all("closed by the harness");
+        for t in self.shared.tasks.lock().expect("lock").drain(..) {
+            t.abort();
+        }
+    }
+
+    pub fn new_request_id(&self) -> u64 {
+        self.shared.next_request.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A fresh producer or consumer id on this connection.
+    pub fn new_handle(&self) -> u64 {
+        self.shared.next_handle.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn max_message_size(&self) -> Option<i32> {
+        *self.shared.max_message_size.lock().expect("lock")
+    }
+
+    fn closed_error(&self) -> TxnError {
+        TxnError::ConnectionLost(
+            self.close_reason()
+                .unwrap_or_else(|| format!("connection to {} closed", self.addr())),
+        )
+    }
+
+    /// Send a frame without waiting for anything.
+    pub fn send_frame(
+        &self,
+        command: BaseCommand,
+        payload: Option<Payload>,
+    ) -> Result<(), TxnError> {
+        if self.is_closed() {
+            return Err(TxnError::NotSent(format!(
+                "connection to {} is closed: {}",
+                self.addr(),
+                self.close_reason().unwrap_or_default()
+            )));
+        }
+        self.out
+            .send(Message { command, payload })
+            .map_err(|_| TxnError::NotSent(format!("connection to {} is closed", self.addr())))
+    }
+
+    /// Send a request and wait for the response with the same request id. A generic ERROR
+    /// reply is returned as `TxnError::Server`.
+    pub async fn request(
+        &self,
+        request_id: u64,
+        command: BaseCommand,
+        timeout: Duration,
+    ) -> Result<BaseCommand, TxnError> {
+        let (tx, rx) = oneshot::channel();
+        self.shared
+            .pending
+            .lock()
+            .expect("lock")
+            .insert(request_id, tx);
+        if let Err(e) = self.send_frame(command, None) {
+            self.shared
+                .pending
+                .lock()
+                .expect("lock")
+                .remove(&request_id);
+            return Err(e);
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(resp)) => {
+                if let Some(e) = &resp.error {
+                    return Err(TxnError::Server {
+                        code: server_error(e.error),
+                        message: e.message.clone(),
+                    });
+                }
+                Ok(resp)
+            }
+            Ok(Err(_)) => Err(self.closed_error()),
+            Err(_) => {
+                self.shared
+                    .pending
+                    .lock()
+                    .expect("lock")
+                    .remove(&request_id);
+                Err(TxnError::Timeout(format!(
+                    "no answer from {} within {}ms",
+                    self.addr(),
+                    timeout.as_millis()
+                )))
+            }
+        }
+    }
+
+    /// Send a SEND frame and wait for its receipt.
+    pub async fn send_message(
+        &self,
+        producer_id: u64,
+        sequence_id: u64,
+        command: BaseCommand,
+        payload: Payload,
+        timeout: Duration,
+    ) -> Result<MessageIdData, TxnError> {
+        let (tx, rx) = oneshot::channel();
+        if self.is_producer_closed(producer_id) {
+            return Err(TxnError::NotSent(format!(
+                "producer {producer_id} was closed by the broker"
+            )));
+        }
+        self.shared
+            .receipts
+            .lock()
+            .expect("lock")
+            .insert((producer_id, sequence_id), tx);
+        if let Err(e) = self.send_frame(command, Some(payload)) {
+            self.shared
+                .receipts
+                .lock()
+                .expect("lock")
+                .remove(&(producer_id, sequence_id));
+            return Err(e);
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err(self.closed_error()),
+            Err(_) => {
+                self.shared
+                    .receipts
+                    .lock()
+                    .expect("lock")
+                    .remove(&(producer_id, sequence_id));
+                Err(TxnError::Timeout(format!(
+                    "no receipt from {} within {}ms",
+                    self.addr(),
+                    timeout.as_millis()
+                )))
+            }
+        }
+    }
+
+    pub fn is_producer_closed(&self, producer_id: u64) -> bool {
+        self.shared
+            .closed_producers
+            .lock()
+            .expect("lock")
+            .contains(&producer_id)
+    }
+
+    /// Register a consumer id; its messages arrive on the returned channel.
+    pub fn register_consumer(&self, consumer_id: u64) -> mpsc::UnboundedReceiver<ConsumerEvent> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        if self.is_closed() {
+            let _ = tx.send(ConsumerEvent::Closed(
+                self.close_reason().unwrap_or_default(),
+            ));
+        } else {
+            self.shared
+                .consumers
+                .lock()
+                .expect("lock")
+                .insert(consumer_id, tx);
+        }
+        rx
+    }
+
+    pub fn unregister_consumer(&self, consumer_id: u64) {
+        self.shared
+            .consumers
+            .lock()
+            .expect("lock")
+            .remove(&consumer_id);
+    }
+}
+
+fn dispatch(sh: &Shared, out: &mpsc::UnboundedSender<Message>, m: Message) {
+    let c = m.command;
+    if c.ping.is_some() {
+        let mut p = base(Type::Pong);
+        p.pong = Some(proto::CommandPong {});
+        let _ = out.send(Message {
+            command: p,
+            payload: None,
+        });
+        return;
+    }
+    if c.pong.is_some() {
+        return;
+    }
+    if let Some(r) = &c.send_receipt {
+        if let Some(tx) = sh
+            .receipts
+            .lock()
+            .expect("lock")
+            .remove(&(r.producer_id, r.sequence_id))
+        {
+            let id = r.message_id.clone().unwrap_or_default();
+            let _ = tx.send(Ok(id));
+        }
+        return;
+    }
+    if let Some(e) = &c.send_error {
+        if let Some(tx) = sh
+            .receipts
+            .lock()
+            .expect("lock")
+            .remove(&(e.producer_id, e.sequence_id))
+        {
+            let _ = tx.send(Err(TxnError::Server {
+                code: server_error(e.error),
+                message: e.message.clone(),
+            }));
+        }
+        return;
+    }
+    if let Some(cp) = &c.close_producer {
+        let pid = cp.producer_id;
+        sh.closed_producers.lock().expect("lock").insert(pid);
+        let mut receipts = sh.receipts.lock().expect("lock");
+        let keys: Vec<(u64, u64)> = receipts
+            .keys()
+            .filter(|(p, _)| *p == pid)
+            .cloned()
+            .collect();
+        for k in keys {
+            if let Some(tx) = receipts.remove(&k) {
+                let _ = tx.send(Err(TxnError::ConnectionLost(format!(
+                    "the broker closed producer {pid} (topic unloaded or moved)"
+                ))));
+            }
+        }
+        return;
+    }
+    if let Some(msg) = &c.message {
+        let cid = msg.consumer_id;
+        let id = msg.message_id.clone();
+        if let Some(payload) = m.payload {
+            if let Some(tx) = sh.consumers.lock().expect("lock").get(&cid) {
+                let _ = tx.send(ConsumerEvent::Message { id, payload });
+            }
+        }
+        return;
+    }
+    if let Some(cc) = &c.close_consumer {
+        if let Some(tx) = sh.consumers.lock().expect("lock").remove(&cc.consumer_id) {
+            let _ = tx.send(ConsumerEvent::Closed(
+                "the broker closed the consumer (topic unloaded or moved)".into(),
+            ));
+        }
+        return;
+    }
+    if let Some(rid) = response_request_id(&c) {
+        // A producer that is not ready yet answers twice; wait for the ready one.
+        if let Some(ps) = &c.producer_success {
+            if ps.producer_ready == Some(false) {
+                return;
+            }
+        }
+        if let Some(tx) = sh.pending.lock().expect("lock").remove(&rid) {
+            let _ = tx.send(c);
+        }
+        return;
+    }
+    tracing::debug!("{}: ignoring frame of type {}", sh.addr, c.r#type);
+}

@@ -1,0 +1,180 @@
+//! A transactional producer on one partition (or non-partitioned topic), recreated after the
+//! broker closes it (unload) or its connection dies. Sequence ids keep increasing across
+//! re-creations.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use pulsar::message::proto::{self, base_command::Type, MessageIdData, MessageMetadata};
+use pulsar::message::Payload;
+use tokio::sync::{Mutex, Semaphore};
+
+use super::conn::base;
+use super::{Client, Connection, TxnError};
+use crate::history::TxnId;
+
+/// At most this many SENDs of one producer wait for receipts at once.
+pub const MAX_IN_FLIGHT: usize = 1000;
+
+#[derive(Clone)]
+struct Attached {
+    conn: Connection,
+    producer_id: u64,
+    name: String,
+}
+
+/// A producer of the harness on one partition.
+pub struct PartitionProducer {
+    client: Arc<Client>,
+    topic: String,
+    name_prefix: String,
+    txn_enabled: bool,
+    attached: Mutex<Option<Attached>>,
+    next_seq: AtomicU64,
+    generation: AtomicU32,
+    in_flight: Semaphore,
+}
+
+/// What a SEND returned.
+#[derive(Debug, Clone)]
+pub struct Sent {
+    pub id: MessageIdData,
+    pub sequence_id: u64,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl PartitionProducer {
+    pub fn new(
+        client: Arc<Client>,
+        topic: &str,
+        name_prefix: &str,
+        txn_enabled: bool,
+    ) -> PartitionProducer {
+        PartitionProducer {
+            client,
+            topic: topic.to_string(),
+            name_prefix: name_prefix.to_string(),
+            txn_enabled,
+            attached: Mutex::new(None),
+            next_seq: AtomicU64::new(0),
+            generation: AtomicU32::new(0),
+            in_flight: Semaphore::new(MAX_IN_FLIGHT),
+        }
+    }
+
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// The producer, created (again) if needed: lookup, connect, PRODUCER.
+    async fn attach(&self) -> Result<Attached, TxnError> {
+        let mut guard = self.attached.lock().await;
+        if let Some(a) = guard.as_ref() {
+            if !a.conn.is_closed() && !a.conn.is_producer_closed(a.producer_id) {
+                return Ok(a.clone());
+            }
+        }
+        *guard = None;
+        let addr = self.client.lookup(&self.topic).await?;
+        let conn = self.client.conn(&addr).await?;
+        let producer_id = conn.new_handle();
+        let g = self.generation.fetch_add(1, Ordering::Relaxed);
+        let name = format!("{}-g{g}", self.name_prefix);
+        let rid = conn.new_request_id();
+        let mut c = base(Type::Producer);
+        c.producer = Some(proto::CommandProducer {
+            topic: self.topic.clone(),
+            producer_id,
+            request_id: rid,
+            producer_name: Some(name.clone()),
+            user_provided_producer_name: Some(true),
+            txn_enabled: Some(self.txn_enabled),
+            ..Default::default()
+        });
+        // The broker holds the reply until the partition's transaction buffer has recovered.
+        let resp = conn
+            .request(rid, c, self.client.op_timeout.max(Duration::from_secs(30)))
+            .await
+            .map_err(|e| match e {
+                TxnError::Fatal(m) => TxnError::Fatal(m),
+                other => TxnError::NotSent(format!("create producer on {}: {other}", self.topic)),
+            })?;
+        if let Some(ps) = resp.producer_success {
+            if let Some(last) = ps.last_sequence_id {
+                if last >= 0 {
+                    self.next_seq.fetch_max(last as u64 + 1, Ordering::SeqCst);
+                }
+            }
+        }
+        let a = Attached {
+            conn,
+            producer_id,
+            name,
+        };
+        *guard = Some(a.clone());
+        Ok(a)
+    }
+
+    /// Make sure the producer exists (e.g. before the workload starts).
+    pub async fn ready(&self) -> Result<(), TxnError> {
+        self.attach().await.map(|_| ())
+    }
+
+    /// Send one message, in `txn` when given, and wait for its receipt.
+    pub async fn send(
+        &self,
+        txn: Option<TxnId>,
+        data: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Sent, TxnError> {
+        let _permit = self
+            .in_flight
+            .acquire()
+            .await
+            .map_err(|_| TxnError::NotSent("producer closed".into()))?;
+        let a = self.attach().await?;
+        let sequence_id = self.next_seq.fetch_add(1, Ordering::SeqCst);
+        let mut c = base(Type::Send);
+        c.send = Some(proto::CommandSend {
+            producer_id: a.producer_id,
+            sequence_id,
+            num_messages: None,
+            txnid_least_bits: txn.map(|t| t.least),
+            txnid_most_bits: txn.map(|t| t.most),
+            ..Default::default()
+        });
+        // The transaction id goes in the metadata too: the broker filters aborted messages and
+        // rebuilds open transactions from it.
+        let metadata = MessageMetadata {
+            producer_name: a.name.clone(),
+            sequence_id,
+            publish_time: now_ms(),
+            txnid_least_bits: txn.map(|t| t.least),
+            txnid_most_bits: txn.map(|t| t.most),
+            ..Default::default()
+        };
+        let id = a
+            .conn
+            .send_message(
+                a.producer_id,
+                sequence_id,
+                c,
+                Payload { metadata, data },
+                timeout,
+            )
+            .await?;
+        Ok(Sent { id, sequence_id })
+    }
+
+    /// Forget the producer (it is recreated on the next send).
+    pub async fn detach(&self) {
+        *self.attached.lock().await = None;
+    }
+}
