@@ -259,6 +259,29 @@ impl Admin {
         }
     }
 
+    /// The transaction buffer of a partition: (max read position, open transactions).
+    pub async fn transaction_buffer(
+        &self,
+        partition_topic: &str,
+    ) -> Result<(Option<(u64, u64)>, u64), AdminError> {
+        let rest = partition_topic
+            .strip_prefix("persistent://")
+            .unwrap_or(partition_topic);
+        let path = format!("/admin/v3/transactions/transactionBufferStats/{rest}");
+        let text = self.call("GET", &path, None).await?;
+        let v: serde_json::Value = self.decode(&path, &text)?;
+        let pos = v
+            .get("maxReadPosition")
+            .and_then(|p| p.as_str())
+            .and_then(|p| p.split_once(':'))
+            .and_then(|(l, e)| Some((l.parse().ok()?, e.parse().ok()?)));
+        let open = v
+            .get("ongoingTxnSize")
+            .and_then(|n| n.as_u64())
+            .unwrap_or(0);
+        Ok((pos, open))
+    }
+
     /// Raw JSON of a topic's stats (for reports and diagnostics).
     pub async fn topic_stats(&self, topic: &str) -> Result<serde_json::Value, AdminError> {
         let path = format!("/admin/v2/{}/stats", topic_path(topic));

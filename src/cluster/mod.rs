@@ -324,6 +324,9 @@ impl Cluster {
             ("systemTopicEnabled", "true".into()),
             ("brokerDeleteInactiveTopicsEnabled", "false".into()),
             ("brokerShutdownTimeoutMs", "5000".into()),
+            // The standalone's bookie reads its settings from this file too. A killed
+            // container keeps what was written to the OS; only a host crash would lose it.
+            ("journalSyncData", "false".into()),
         ]);
         env.push(format!("PULSAR_MEM={STANDALONE_MEM}"));
         env.push(format!("PULSAR_GC={GC}"));

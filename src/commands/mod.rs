@@ -2,6 +2,7 @@
 //! completed command (verdict-bearing commands return 0, 1 or 4) or a typed error.
 
 pub mod cluster;
+pub mod run;
 pub mod scenario;
 
 use crate::cli::{ClusterCommand, Command, ImageCommand};
@@ -17,10 +18,10 @@ pub async fn dispatch(cmd: Command) -> Result<i32> {
         Command::Image(ImageCommand::Build { force }) => cluster::image_build(force).await,
         Command::Image(ImageCommand::Show) => cluster::image_show().await,
         Command::Clean => cluster::clean().await,
-        Command::Run(_)
-        | Command::Verify(_)
-        | Command::Replay { .. }
-        | Command::Soak(_)
-        | Command::Report { .. } => Err(crate::error::Error::Usage("not implemented yet".into())),
+        Command::Run(args) => run::run(args).await,
+        Command::Verify(args) => run::verify(args).await,
+        Command::Replay { .. } | Command::Soak(_) | Command::Report { .. } => {
+            Err(crate::error::Error::Usage("not implemented yet".into()))
+        }
     }
 }

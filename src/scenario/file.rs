@@ -60,6 +60,8 @@ pub struct WorkloadFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub txn_size: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_size: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub txn_timeout: Option<Dur>,

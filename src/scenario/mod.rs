@@ -127,6 +127,8 @@ pub struct Workload {
     pub partitions: u32,
     pub messages: u64,
     pub txn_size: u32,
+    /// Messages per batched entry (1: every message its own entry).
+    pub batch_size: u32,
     pub concurrency: u32,
     pub txn_timeout: Duration,
     pub resend: ResendPolicy,
@@ -653,6 +655,10 @@ fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
     if txn_size > 100_000 {
         return err(&["workload", "txn_size"], "must be at most 100000");
     }
+    let batch_size = w.batch_size.unwrap_or(100);
+    if !(1..=1000).contains(&batch_size) {
+        return err(&["workload", "batch_size"], "must be between 1 and 1000");
+    }
     let concurrency = w.concurrency.unwrap_or(4);
     if !(1..=1024).contains(&concurrency) {
         return err(&["workload", "concurrency"], "must be between 1 and 1024");
@@ -693,6 +699,7 @@ fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
         partitions,
         messages,
         txn_size,
+        batch_size,
         concurrency,
         txn_timeout,
         resend: w.resend.unwrap_or(ResendPolicy::Verify),
@@ -995,6 +1002,7 @@ fn resolve_workload_file(w: &Workload) -> WorkloadFile {
         partitions: Some(w.partitions),
         messages: w.messages,
         txn_size: Some(w.txn_size),
+        batch_size: Some(w.batch_size),
         concurrency: Some(w.concurrency),
         txn_timeout: Some(Dur(w.txn_timeout)),
         resend: Some(w.resend),

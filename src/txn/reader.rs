@@ -31,7 +31,7 @@ pub struct ReadStats {
 pub struct ReadOptions {
     /// Start at this entry (inclusive); None: the earliest message.
     pub start: Option<MessageIdData>,
-    /// Stop after this entry; None: the last message id at subscribe time.
+    /// Stop after this entry, or at the last message (at subscribe time) if that comes first.
     pub stop: Option<MessageIdData>,
     /// Stop (incomplete) after this long without a message.
     pub idle_timeout: Duration,
@@ -203,7 +203,7 @@ where
 {
     let mut stats = ReadStats::default();
     let mut last_seen: Option<MessageIdData> = None;
-    let mut end: Option<MessageIdData> = opts.stop.clone();
+    let mut end: Option<MessageIdData> = None;
     let give_up = tokio::time::Instant::now() + opts.idle_timeout.max(Duration::from_secs(5)) * 4;
     'session: loop {
         // (Re)subscribe from the last message seen, or the start.
@@ -225,7 +225,17 @@ where
             };
         if end.is_none() {
             match last_message_id(client, &sub).await {
-                Ok(id) => end = Some(id),
+                // Stop at the last message, or earlier where asked.
+                Ok(last) => {
+                    end = Some(match &opts.stop {
+                        Some(s)
+                            if last.ledger_id != u64::MAX && entry_key(s) < entry_key(&last) =>
+                        {
+                            s.clone()
+                        }
+                        _ => last,
+                    })
+                }
                 Err(e) => {
                     close(client, &sub).await;
                     stats.reconnects += 1;
@@ -244,6 +254,13 @@ where
             stats.reached_end = true;
             close(client, &sub).await;
             return Ok(stats);
+        }
+        if let Some(start) = &opts.start {
+            if last_seen.is_none() && entry_key(&stop) < entry_key(start) {
+                stats.reached_end = true;
+                close(client, &sub).await;
+                return Ok(stats);
+            }
         }
         if let Some(seen) = &last_seen {
             if entry_key(seen) >= entry_key(&stop) {

@@ -1,0 +1,175 @@
+//! `run` and `verify`.
+
+use crate::checker::{self, Context, Status, Verdict};
+use crate::cli::{RunArgs, VerifyArgs};
+use crate::error::{Error, Result};
+use crate::exit;
+use crate::runner::{self, Request};
+use crate::scenario::{self, ClusterSpec};
+
+/// The exit code of a verdict.
+pub fn exit_code(v: &Verdict) -> i32 {
+    match v.status {
+        Status::Pass => exit::PASS,
+        Status::Violation => exit::VIOLATION,
+        Status::Inconclusive => exit::INCONCLUSIVE,
+    }
+}
+
+/// Print a verdict for people.
+pub fn print_verdict(v: &Verdict, reproduce: Option<&str>) {
+    println!("{}", v.summary);
+    for m in v.missing.iter().take(20) {
+        println!("  missing {}: {}", m.what, m.explanation);
+    }
+    for d in v.duplicates.iter().take(20) {
+        let span = checker::Span {
+            start: d.what.start,
+            end: d.what.end,
+        };
+        println!("  duplicated {span} x{}: {}", d.what.copies, d.explanation);
+        for (value, ids) in d.what.message_ids.iter().take(3) {
+            let ids: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+            println!("    {value} at {}", ids.join(", "));
+        }
+    }
+    for u in v.unexpected.iter().take(10) {
+        println!("  unexpected {:?} at {}", u.payload_prefix, u.message_id);
+    }
+    for f in &v.faults {
+        println!(
+            "  fault {} on {}: {}{}",
+            f.fault,
+            f.target,
+            f.action,
+            f.recovery_ms
+                .map(|r| format!(" (commits flowed again {r}ms after the heal)"))
+                .unwrap_or_default()
+        );
+    }
+    if v.status != Status::Pass {
+        if let Some(seed) = v.seed {
+            println!("seed: {seed}");
+        }
+        if let Some(r) = reproduce {
+            println!("reproduce with: {r}");
+        }
+    }
+}
+
+pub async fn run(args: RunArgs) -> Result<i32> {
+    if let Some(dir) = &args.resume {
+        let outcome = runner::resume(dir, args.progress.into(), args.json).await?;
+        print_verdict(&outcome.verdict, Some(&outcome.info.reproduce));
+        println!("run directory: {}", outcome.run_dir.display());
+        return Ok(exit_code(&outcome.verdict));
+    }
+    let path = args
+        .scenario
+        .clone()
+        .ok_or_else(|| Error::Usage("a scenario file is required".into()))?;
+    let mut s = scenario::load(&path)?;
+    if let (Some(service_url), Some(admin_url)) = (&args.service_url, &args.admin_url) {
+        s.cluster = ClusterSpec::External {
+            service_url: service_url.clone(),
+            admin_url: admin_url.trim_end_matches('/').to_string(),
+        };
+        if s.faults
+            .iter()
+            .any(|f| !matches!(f.kind, scenario::FaultKind::TopicUnload { .. }))
+        {
+            return Err(Error::Usage(
+                "--service-url/--admin-url name a cluster the harness did not start; this scenario has faults other than topic_unload, which need a cluster in Docker".into(),
+            ));
+        }
+    }
+    let seed = match args.seed.or(s.seed) {
+        Some(x) => x,
+        None => {
+            let x = crate::seed::fresh_seed();
+            eprintln!("no seed given: drew {x}");
+            x
+        }
+    };
+    let req = Request {
+        scenario: s,
+        scenario_path: Some(path),
+        seed,
+        out: args.out.clone(),
+        keep_cluster: args.keep_cluster,
+        image: args.image.clone(),
+        progress: args.progress.into(),
+        json: args.json,
+        reuse: None,
+    };
+    let outcome = runner::run(req).await?;
+    if !args.json {
+        print_verdict(&outcome.verdict, Some(&outcome.info.reproduce));
+    } else {
+        eprintln!("{}", outcome.verdict.summary);
+    }
+    if let Some(junit) = &args.junit {
+        crate::report::write_junit(
+            junit,
+            &outcome.info.scenario,
+            &[crate::report::Case::from_outcome(&outcome)],
+        )?;
+    }
+    eprintln!("run directory: {}", outcome.run_dir.display());
+    Ok(exit_code(&outcome.verdict))
+}
+
+pub async fn verify(args: VerifyArgs) -> Result<i32> {
+    if !args.topic.starts_with("persistent://") {
+        return Err(Error::Usage(
+            "--topic must be persistent://<tenant>/<namespace>/<name>".into(),
+        ));
+    }
+    let admin = crate::admin::Admin::new(&args.admin_url);
+    let client = crate::txn::Client::new(&args.service_url, std::time::Duration::from_secs(10));
+    let parts = crate::readback::partitions_of(&client, &args.topic)
+        .await
+        .map_err(|e| Error::Pulsar(format!("cannot reach {}: {e}", args.service_url)))?;
+    client.close_all().await;
+    let mut incomplete = None;
+    if !args.settle.is_zero() {
+        if let Err(e) = crate::readback::wait_settled(&admin, &parts, args.settle).await {
+            incomplete = Some(e);
+        }
+    }
+    let rb = crate::readback::read_back(
+        &args.service_url,
+        &args.topic,
+        args.count,
+        args.idle_timeout,
+    )
+    .await
+    .map_err(|e| Error::Pulsar(format!("the read-back failed: {e}")))?;
+    let ctx = Context {
+        seed: None,
+        readback_incomplete: incomplete.or(rb.incomplete.clone()),
+        duplicate_ids: rb.duplicate_ids.clone(),
+    };
+    let verdict = match &args.history {
+        Some(h) => {
+            let events = crate::history::read(h)?.filter_map(|e| e.ok());
+            checker::verdict(rb.findings, Some(events), &ctx)
+        }
+        None => checker::verdict(rb.findings, None::<Vec<crate::history::Event>>, &ctx),
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&verdict).expect("verdicts serialize")
+        );
+    } else {
+        print_verdict(&verdict, None);
+        eprintln!(
+            "read {} messages from {} partition(s) in {:.1}s",
+            verdict.received,
+            rb.partitions,
+            rb.elapsed.as_secs_f64()
+        );
+    }
+    Ok(exit_code(&verdict))
+}

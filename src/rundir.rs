@@ -1,0 +1,134 @@
+//! The run directory: what a run leaves for people and tools to read.
+//!
+//! ```text
+//! <out>/<scenario>-<yyyymmdd-hhmmss>-<run id>/
+//!   scenario.yaml   the scenario as resolved (defaults filled in)
+//!   run.json        run id, seed, topic, cluster endpoints, the command that reproduces it
+//!   plan.json       the fault plan (pure function of scenario and seed)
+//!   history.jsonl   every operation and fault, timestamped
+//!   journal/        in-flight transactions (empty after a clean finish)
+//!   verdict.json    the checker's verdict
+//!   report.html     the verdict, timeline and faults for people
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// run.json.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunInfo {
+    pub run_id: String,
+    pub scenario: String,
+    pub seed: u64,
+    pub topic: String,
+    pub partitions: u32,
+    pub messages: u64,
+    /// "standalone", "cluster" or "external".
+    pub topology: String,
+    pub service_url: String,
+    pub admin_url: String,
+    pub image: Option<String>,
+    /// Unix milliseconds at the start.
+    pub started_ms: u64,
+    /// The command that runs this scenario again with the same seed.
+    pub reproduce: String,
+    /// True when the cluster was left running (`--keep-cluster`).
+    pub kept_cluster: bool,
+}
+
+pub struct RunDir {
+    pub path: PathBuf,
+}
+
+fn utc_stamp(unix_s: u64) -> String {
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let days = (unix_s / 86_400) as i64;
+    let secs = unix_s % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        secs / 3600,
+        (secs / 60) % 60,
+        secs % 60
+    )
+}
+
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl RunDir {
+    /// A new run directory under `parent`.
+    pub fn create(parent: &Path, scenario: &str, run_id: &str) -> Result<RunDir> {
+        let path = parent.join(format!(
+            "{scenario}-{}-{run_id}",
+            utc_stamp(now_ms() / 1000)
+        ));
+        std::fs::create_dir_all(&path).map_err(Error::io(format!(
+            "create the run directory {}",
+            path.display()
+        )))?;
+        Ok(RunDir { path })
+    }
+
+    pub fn open(path: &Path) -> Result<RunDir> {
+        if !path.join("run.json").is_file() {
+            return Err(Error::Usage(format!(
+                "{} is not a run directory (no run.json)",
+                path.display()
+            )));
+        }
+        Ok(RunDir {
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    pub fn write(&self, name: &str, text: &str) -> Result<()> {
+        let p = self.file(name);
+        std::fs::write(&p, text).map_err(Error::io(format!("write {}", p.display())))
+    }
+
+    pub fn write_json<T: Serialize>(&self, name: &str, v: &T) -> Result<()> {
+        let mut s = serde_json::to_string_pretty(v).expect("serializable");
+        s.push('\n');
+        self.write(name, &s)
+    }
+
+    pub fn read_json<T: for<'de> Deserialize<'de>>(&self, name: &str) -> Result<T> {
+        let p = self.file(name);
+        let text =
+            std::fs::read_to_string(&p).map_err(Error::io(format!("read {}", p.display())))?;
+        serde_json::from_str(&text).map_err(|e| Error::Usage(format!("{}: {e}", p.display())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_are_utc_calendar_times() {
+        assert_eq!(utc_stamp(0), "19700101-000000");
+        assert_eq!(utc_stamp(1_796_000_000), "20261130-005320");
+        assert_eq!(utc_stamp(951_825_600), "20000229-120000");
+    }
+}

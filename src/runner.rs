@@ -1,0 +1,693 @@
+//! One run: bring the cluster up (or use the given one), produce under the planned faults,
+//! heal every fault, wait until nothing is left open, read back, judge, write the run
+//! directory, tear down. The runner ties the parts together and checks nothing itself.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{watch, Mutex};
+
+use crate::admin::Admin;
+use crate::checker::{self, Context, Verdict};
+use crate::cluster::{image, Cluster};
+use crate::error::{Error, Result};
+use crate::history::{self, EventBody, History};
+use crate::journal::Journal;
+use crate::lifecycle::RunGuard;
+use crate::nemesis::Nemesis;
+use crate::plan::{self, Plan, PlannedFault, Trigger};
+use crate::progress::Progress;
+use crate::rundir::{now_ms, RunDir, RunInfo};
+use crate::scenario::{ClusterSpec, Guard, Scenario, Topology, GUARD_WAIT};
+use crate::workload::{self, Producer, Stats};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub scenario: Scenario,
+    /// Where the scenario came from (for messages).
+    pub scenario_path: Option<PathBuf>,
+    pub seed: u64,
+    pub out: PathBuf,
+    pub keep_cluster: bool,
+    /// Overrides the scenario's image.
+    pub image: Option<String>,
+    pub progress: crate::progress::Mode,
+    pub json: bool,
+    /// A cluster to reuse instead of starting one (soak: one cluster for many runs).
+    pub reuse: Option<Reuse>,
+}
+
+/// A cluster already running, shared by several runs.
+#[derive(Clone)]
+pub struct Reuse {
+    pub cluster: Arc<Cluster>,
+}
+
+impl std::fmt::Debug for Reuse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Reuse({})", self.cluster.run_id)
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub verdict: Verdict,
+    pub run_dir: PathBuf,
+    pub info: RunInfo,
+    pub elapsed: Duration,
+    pub producer: workload::Report,
+}
+
+/// The command that reproduces a run.
+pub fn reproduce_command(scenario_file: &Path, seed: u64) -> String {
+    format!("pulsar-chaos run {} --seed {seed}", scenario_file.display())
+}
+
+/// The cluster a run talks to.
+struct Env {
+    service_url: String,
+    admin_url: String,
+    cluster: Option<Arc<Cluster>>,
+    /// Created by this run (so torn down by it).
+    owned: bool,
+    image: Option<String>,
+    topology: Topology,
+}
+
+async fn bring_up(req: &Request, run_id: &str) -> Result<Env> {
+    if let Some(r) = &req.reuse {
+        return Ok(Env {
+            service_url: r.cluster.service_url.clone(),
+            admin_url: r.cluster.admin_url.clone(),
+            cluster: Some(r.cluster.clone()),
+            owned: false,
+            image: Some(r.cluster.image.clone()),
+            topology: r.cluster.topology,
+        });
+    }
+    match &req.scenario.cluster {
+        ClusterSpec::External {
+            service_url,
+            admin_url,
+        } => {
+            let admin = Admin::new(admin_url);
+            let deadline = Instant::now() + Duration::from_secs(60);
+            crate::ready::probe_transactions(service_url, &admin, deadline)
+                .await
+                .map_err(|e| {
+                    Error::Pulsar(format!(
+                        "the cluster at {service_url} does not serve transactions: {e}"
+                    ))
+                })?;
+            Ok(Env {
+                service_url: service_url.clone(),
+                admin_url: admin_url.clone(),
+                cluster: None,
+                owned: false,
+                image: None,
+                topology: Topology::External,
+            })
+        }
+        ClusterSpec::Docker(spec) => {
+            let named = req.image.as_deref().or(spec.image.as_deref());
+            let (engine, img) = crate::commands::cluster::engine_and_image(named).await?;
+            eprintln!("starting a {} cluster (run {run_id})", spec.topology);
+            let cluster = Cluster::up(engine, spec, run_id, &img, req.keep_cluster).await?;
+            if let Err(e) = crate::ready::wait_ready(&cluster, spec.ready_timeout).await {
+                let _ = cluster.down().await;
+                return Err(e.into());
+            }
+            Ok(Env {
+                service_url: cluster.service_url.clone(),
+                admin_url: cluster.admin_url.clone(),
+                topology: cluster.topology,
+                cluster: Some(Arc::new(cluster)),
+                owned: true,
+                image: Some(img),
+            })
+        }
+    }
+}
+
+/// Run a scenario from the start.
+pub async fn run(req: Request) -> Result<Outcome> {
+    let run_id = crate::commands::cluster::new_run_id();
+    let _guard = RunGuard::new(&run_id);
+    let dir = RunDir::create(&req.out, &req.scenario.name, &run_id)?;
+    dir.write("scenario.yaml", &req.scenario.resolved_yaml())?;
+    let plan = plan::make(&req.scenario, req.seed);
+    dir.write("plan.json", &plan.to_json())?;
+    let reproduce = reproduce_command(&dir.file("scenario.yaml"), req.seed);
+    eprintln!("seed: {}   run directory: {}", req.seed, dir.path.display());
+    eprintln!("reproduce with: {reproduce}");
+    let env = bring_up(&req, &run_id).await?;
+    let topic = req.scenario.workload.topic_for_run(&run_id);
+    let info = RunInfo {
+        run_id: run_id.clone(),
+        scenario: req.scenario.name.clone(),
+        seed: req.seed,
+        topic: topic.clone(),
+        partitions: req.scenario.workload.partitions,
+        messages: req.scenario.workload.messages,
+        topology: env.topology.to_string(),
+        service_url: env.service_url.clone(),
+        admin_url: env.admin_url.clone(),
+        image: env.image.clone(),
+        started_ms: now_ms(),
+        reproduce,
+        kept_cluster: req.keep_cluster && env.owned,
+    };
+    dir.write_json("run.json", &info)?;
+    let result = execute(&req, &dir, &info, &env, &plan, false).await;
+    finish(&req, &env, result).await
+}
+
+/// Continue an interrupted run from its directory.
+pub async fn resume(
+    run_dir: &Path,
+    progress: crate::progress::Mode,
+    json: bool,
+) -> Result<Outcome> {
+    let dir = RunDir::open(run_dir)?;
+    let info: RunInfo = dir.read_json("run.json")?;
+    let scenario = crate::scenario::load(&dir.file("scenario.yaml"))?;
+    let plan = plan::make(&scenario, info.seed);
+    let cluster = match info.topology.as_str() {
+        "external" => None,
+        _ => {
+            let engine = crate::cluster::engine::Engine::connect().await?;
+            let c = Cluster::attach(engine, &info.run_id).await?;
+            // Whatever faults the interrupted run left applied are healed first.
+            crate::nemesis::heal_run(c.engine(), &info.run_id).await;
+            for n in &c.nodes {
+                if n.role != crate::cluster::Role::Init && !c.is_running(n).await.unwrap_or(false) {
+                    let _ = c.start(n).await;
+                }
+            }
+            crate::ready::wait_ready(&c, Duration::from_secs(300)).await?;
+            Some(Arc::new(c))
+        }
+    };
+    let _guard = RunGuard::new(&info.run_id);
+    eprintln!(
+        "resuming run {} (seed {}) in {}",
+        info.run_id,
+        info.seed,
+        dir.path.display()
+    );
+    let req = Request {
+        scenario,
+        scenario_path: Some(dir.file("scenario.yaml")),
+        seed: info.seed,
+        out: dir
+            .path
+            .parent()
+            .map(|p| p.to_path_buf())
+            .unwrap_or_default(),
+        keep_cluster: info.kept_cluster,
+        image: None,
+        progress,
+        json,
+        reuse: None,
+    };
+    let env = Env {
+        service_url: info.service_url.clone(),
+        admin_url: info.admin_url.clone(),
+        owned: cluster.is_some(),
+        image: info.image.clone(),
+        topology: match info.topology.as_str() {
+            "standalone" => Topology::Standalone,
+            "cluster" => Topology::Cluster,
+            _ => Topology::External,
+        },
+        cluster,
+    };
+    let result = execute(&req, &dir, &info, &env, &plan, true).await;
+    finish(&req, &env, result).await
+}
+
+async fn finish(req: &Request, env: &Env, result: Result<Outcome>) -> Result<Outcome> {
+    if env.owned && !req.keep_cluster {
+        if let Some(c) = &env.cluster {
+            if let Err(e) = c.down().await {
+                eprintln!(
+                    "warning: tearing the cluster down failed: {e}; run `pulsar-chaos clean`"
+                );
+            }
+        }
+    } else if env.owned {
+        if let Some(c) = &env.cluster {
+            eprintln!(
+                "the cluster is kept: remove it with `pulsar-chaos cluster down --run {}`",
+                c.run_id
+            );
+        }
+    }
+    result
+}
+
+/// The highest attempt number in a history (to continue numbering after a resume).
+fn last_attempt(path: &Path) -> u64 {
+    let Ok(events) = history::read(path) else {
+        return 0;
+    };
+    events
+        .filter_map(|e| e.ok())
+        .filter_map(|e| match e.body {
+            EventBody::TxnOpened { attempt, .. } => Some(attempt),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+async fn execute(
+    req: &Request,
+    dir: &RunDir,
+    info: &RunInfo,
+    env: &Env,
+    plan: &Plan,
+    resuming: bool,
+) -> Result<Outcome> {
+    let started = Instant::now();
+    let w = &req.scenario.workload;
+    let admin = Admin::new(&env.admin_url);
+    if w.partitions > 1 {
+        admin
+            .create_partitioned_topic(&info.topic, w.partitions)
+            .await?;
+    }
+    let history_path = dir.file("history.jsonl");
+    let first_attempt = if resuming {
+        last_attempt(&history_path) + 1
+    } else {
+        1
+    };
+    let history = History::create(&history_path, Instant::now(), resuming)?;
+    if req.json {
+        history.add_sink(Box::new(|ev| {
+            if let Ok(line) = serde_json::to_string(ev) {
+                println!("{line}");
+            }
+        }));
+    }
+    history.record(EventBody::RunStarted {
+        run_id: info.run_id.clone(),
+        seed: info.seed,
+        scenario: req.scenario.name.clone(),
+        topic: info.topic.clone(),
+        partitions: w.partitions,
+        messages: w.messages,
+        resend: w.resend.to_string(),
+        wall_ms: now_ms(),
+    });
+    let journal = Journal::open(&dir.file("journal")).map_err(|e| Error::Pulsar(e.to_string()))?;
+    let cfg = workload::Config {
+        topic: info.topic.clone(),
+        partitions: w.partitions,
+        messages: w.messages,
+        txn_size: w.txn_size,
+        batch_size: w.batch_size,
+        concurrency: w.concurrency,
+        txn_timeout: w.txn_timeout,
+        resend: w.resend,
+        message_size: w.message_size,
+        rate: w.rate,
+        abort_every: w.abort_every,
+        op_timeout: w.op_timeout,
+        deadline: w.deadline,
+        skip: req
+            .scenario
+            .sabotage
+            .skip
+            .iter()
+            .copied()
+            .collect::<BTreeSet<u64>>(),
+        duplicate: req.scenario.sabotage.duplicate.clone(),
+        name: format!("pc-{}", info.run_id),
+    };
+    let producer = Producer::connect(
+        cfg,
+        &env.service_url,
+        admin.clone(),
+        journal,
+        history.clone(),
+        first_attempt,
+    )
+    .await
+    .map_err(|e| Error::Pulsar(format!("cannot start the producer: {e}")))?;
+    if resuming {
+        producer
+            .resume()
+            .await
+            .map_err(|e| Error::Pulsar(format!("cannot resume: {e}")))?;
+    }
+    let producer = Arc::new(producer);
+    let stats = producer.stats();
+
+    // Faults.
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let active: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    let nemesis = match &env.cluster {
+        Some(c) => {
+            let tools = image::tools_image(c.engine(), &c.image).await?;
+            Some(Arc::new(Nemesis::new(
+                c.clone(),
+                admin.clone(),
+                tools,
+                info.topic.clone(),
+                w.partitions,
+            )))
+        }
+        None => None,
+    };
+    let fault_tasks = drive_faults(
+        plan,
+        nemesis.clone(),
+        admin.clone(),
+        info.topic.clone(),
+        stats.clone(),
+        history.clone(),
+        stop_rx,
+        active.clone(),
+    );
+    let progress = Progress::start(
+        req.progress,
+        stats.clone(),
+        active.clone(),
+        w.messages,
+        w.deadline,
+        history.clone(),
+    );
+
+    let report = producer.run().await;
+    let _ = stop_tx.send(true);
+    for t in fault_tasks {
+        let _ = t.await;
+    }
+    progress.stop().await;
+    // Everything healed before the final read.
+    if let Some(n) = &nemesis {
+        for line in n.heal_all().await {
+            history.record(EventBody::Note {
+                message: format!("final heal: {line}"),
+            });
+        }
+    }
+    producer.close().await;
+    eprintln!(
+        "producer: {} committed, {} aborted, {} ambiguous transaction(s); {} messages committed in {:.1}s ({})",
+        report.stats.committed,
+        report.stats.aborted,
+        report.stats.ambiguous,
+        report.stats.messages_committed,
+        report.elapsed.as_secs_f64(),
+        report.detail
+    );
+    if let Some(c) = &env.cluster {
+        if !plan.faults.is_empty() {
+            crate::ready::wait_ready(c, Duration::from_secs(300)).await?;
+        }
+    }
+
+    // Wait out open transactions, then read back.
+    let client = crate::txn::Client::new(&env.service_url, Duration::from_secs(10));
+    let parts = crate::readback::partitions_of(&client, &info.topic)
+        .await
+        .map_err(|e| Error::Pulsar(e.to_string()))?;
+    client.close_all().await;
+    let settle = w.txn_timeout + Duration::from_secs(30);
+    let mut incomplete = None;
+    match crate::readback::wait_settled(&admin, &parts, settle).await {
+        Ok(d) => history.record(EventBody::Note {
+            message: format!(
+                "no transaction open on the topic after {}ms; reading back",
+                d.as_millis()
+            ),
+        }),
+        Err(e) => incomplete = Some(e),
+    }
+    eprintln!("reading back {} ...", info.topic);
+    let rb = crate::readback::read_back(
+        &env.service_url,
+        &info.topic,
+        w.messages,
+        Duration::from_secs(60),
+    )
+    .await
+    .map_err(|e| Error::Pulsar(format!("the read-back failed: {e}")))?;
+    history.record(EventBody::Note {
+        message: format!(
+            "read back {} messages from {} partition(s) in {}ms",
+            rb.findings.received,
+            rb.partitions,
+            rb.elapsed.as_millis()
+        ),
+    });
+    history.flush();
+    let ctx = Context {
+        seed: Some(info.seed),
+        readback_incomplete: incomplete.or(rb.incomplete.clone()),
+        duplicate_ids: rb.duplicate_ids.clone(),
+    };
+    let events = history::read(&history_path)?.filter_map(|e| e.ok());
+    let verdict = checker::verdict(rb.findings, Some(events), &ctx);
+    dir.write_json("verdict.json", &verdict)?;
+    crate::report::write_html(dir, info, plan, &verdict)?;
+    Ok(Outcome {
+        verdict,
+        run_dir: dir.path.clone(),
+        info: info.clone(),
+        elapsed: started.elapsed(),
+        producer: report,
+    })
+}
+
+/// One task per planned fault: wait for its trigger, inject, hold, heal.
+#[allow(clippy::too_many_arguments)]
+fn drive_faults(
+    plan: &Plan,
+    nemesis: Option<Arc<Nemesis>>,
+    admin: Admin,
+    topic: String,
+    stats: Arc<Stats>,
+    history: History,
+    stop: watch::Receiver<bool>,
+    active: Arc<Mutex<Vec<String>>>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let start = tokio::time::Instant::now();
+    // Faults on containers do not overlap: one waits for the other.
+    let container_lock = Arc::new(Mutex::new(()));
+    plan.faults
+        .iter()
+        .cloned()
+        .map(|f| {
+            let nemesis = nemesis.clone();
+            let stats = stats.clone();
+            let history = history.clone();
+            let mut stop = stop.clone();
+            let active = active.clone();
+            let lock = container_lock.clone();
+            let admin = admin.clone();
+            let topic = topic.clone();
+            tokio::spawn(async move {
+                let fired = wait_trigger(&f, start, &stats, &mut stop).await;
+                if !fired {
+                    history.record(EventBody::FaultSkipped {
+                        fault: f.name.clone(),
+                        reason: "the producer finished before the fault was due".into(),
+                    });
+                    return;
+                }
+                let needs_container =
+                    !matches!(f.kind, crate::scenario::FaultKind::TopicUnload { .. });
+                let _held = if needs_container {
+                    Some(lock.lock().await)
+                } else {
+                    None
+                };
+                if *stop.borrow() {
+                    history.record(EventBody::FaultSkipped {
+                        fault: f.name.clone(),
+                        reason: "the producer finished while the fault waited for another to end"
+                            .into(),
+                    });
+                    return;
+                }
+                let guard_note = match f.guard {
+                    Some(Guard::Committing) => wait_committing(&stats, &mut stop).await,
+                    None => String::new(),
+                };
+                let planned_ms = match f.trigger {
+                    Trigger::AtMs(t) => Some(t),
+                    Trigger::AfterCommits(_) => None,
+                };
+                let nem = match &nemesis {
+                    Some(n) => n.clone(),
+                    None => {
+                        // External cluster: unloads only, straight through the admin API.
+                        run_unload_external(&f, &admin, &topic, &history, planned_ms).await;
+                        return;
+                    }
+                };
+                let applied = match nem.inject(&f).await {
+                    Ok(a) => a,
+                    Err(e) => {
+                        history.record(EventBody::FaultFailed {
+                            fault: f.name.clone(),
+                            error: e.to_string(),
+                        });
+                        return;
+                    }
+                };
+                history.record(EventBody::FaultStarted {
+                    fault: f.name.clone(),
+                    kind: f.kind.name().to_string(),
+                    target: applied.target.clone(),
+                    planned_ms,
+                    action: applied.action.clone(),
+                    detail: format!("{}{guard_note}", applied.detail),
+                });
+                active
+                    .lock()
+                    .await
+                    .push(format!("{} on {}", f.name, applied.target));
+                let hold = f.hold();
+                let cut_short = tokio::select! {
+                    _ = tokio::time::sleep(hold) => false,
+                    _ = stop.wait_for(|s| *s) => true,
+                };
+                let mut result = nem.heal(&f, &applied).await;
+                for _ in 0..3 {
+                    if result.is_ok() {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    result = nem.heal(&f, &applied).await;
+                }
+                active
+                    .lock()
+                    .await
+                    .retain(|a| !a.starts_with(&format!("{} ", f.name)));
+                match result {
+                    Ok(h) => history.record(EventBody::FaultHealed {
+                        fault: f.name.clone(),
+                        action: h.action,
+                        ok: true,
+                        detail: if cut_short {
+                            "cut short: the producer finished".into()
+                        } else {
+                            h.detail
+                        },
+                    }),
+                    Err(e) => history.record(EventBody::FaultHealed {
+                        fault: f.name.clone(),
+                        action: "heal".into(),
+                        ok: false,
+                        detail: e.to_string(),
+                    }),
+                }
+            })
+        })
+        .collect()
+}
+
+async fn run_unload_external(
+    f: &PlannedFault,
+    admin: &Admin,
+    topic: &str,
+    history: &History,
+    planned_ms: Option<u64>,
+) {
+    if let crate::scenario::FaultKind::TopicUnload { scope } = &f.kind {
+        let (action, r) = match scope {
+            crate::scenario::UnloadScope::WorkloadTopic => (
+                format!("PUT /admin/v2/{}/unload", crate::admin::topic_path(topic)),
+                admin.unload_topic(topic).await,
+            ),
+            crate::scenario::UnloadScope::Topic(t) => (
+                format!("PUT /admin/v2/{}/unload", crate::admin::topic_path(t)),
+                admin.unload_topic(t).await,
+            ),
+            crate::scenario::UnloadScope::Namespace(ns) => (
+                format!("PUT /admin/v2/namespaces/{ns}/unload"),
+                admin.unload_namespace(ns).await,
+            ),
+        };
+        match r {
+            Ok(()) => {
+                history.record(EventBody::FaultStarted {
+                    fault: f.name.clone(),
+                    kind: f.kind.name().into(),
+                    target: "cluster (admin API)".into(),
+                    planned_ms,
+                    action,
+                    detail: String::new(),
+                });
+                history.record(EventBody::FaultHealed {
+                    fault: f.name.clone(),
+                    action: "none (an unload needs no heal)".into(),
+                    ok: true,
+                    detail: String::new(),
+                });
+            }
+            Err(e) => history.record(EventBody::FaultFailed {
+                fault: f.name.clone(),
+                error: e.to_string(),
+            }),
+        }
+    }
+}
+
+/// Wait for a fault's trigger; false when the run stopped first.
+async fn wait_trigger(
+    f: &PlannedFault,
+    start: tokio::time::Instant,
+    stats: &Stats,
+    stop: &mut watch::Receiver<bool>,
+) -> bool {
+    match f.trigger {
+        Trigger::AtMs(t) => {
+            let due = tokio::select! {
+                _ = tokio::time::sleep_until(start + Duration::from_millis(t)) => true,
+                _ = stop.wait_for(|s| *s) => false,
+            };
+            due && !*stop.borrow()
+        }
+        Trigger::AfterCommits(n) => loop {
+            if *stop.borrow() {
+                return false;
+            }
+            if stats.committed.load(Ordering::Relaxed) >= n {
+                return true;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+                _ = stop.wait_for(|s| *s) => return false,
+            }
+        },
+    }
+}
+
+/// Wait until a commit is in flight (at most GUARD_WAIT); a note for the history.
+async fn wait_committing(stats: &Stats, stop: &mut watch::Receiver<bool>) -> String {
+    let until = tokio::time::Instant::now() + GUARD_WAIT;
+    loop {
+        if stats.commits_in_flight.load(Ordering::SeqCst) > 0 {
+            return "; fired while a commit was in flight".into();
+        }
+        if tokio::time::Instant::now() >= until || *stop.borrow() {
+            return format!(
+                "; no commit was in flight within {}s, fired anyway",
+                GUARD_WAIT.as_secs()
+            );
+        }
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_micros(500)).await;
+    }
+}

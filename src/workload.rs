@@ -1,0 +1,1127 @@
+//! The workload: the numbers 0..N in transactions of `txn_size`, up to `concurrency` open at
+//! once, journaled before they are sent, and the resend policy that decides what happens to
+//! the numbers of a transaction that aborted or whose commit is ambiguous.
+//!
+//! Number n goes to partition `n mod partitions`. Its payload is n in decimal ASCII, padded
+//! with spaces to `message_size` bytes.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pulsar::message::proto::{MessageIdData, ServerError, TxnAction};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::admin::Admin;
+use crate::history::{EventBody, History, Outcome, Ranges, TxnId};
+use crate::journal::{Entry, Journal, JournalError};
+use crate::scenario::ResendPolicy;
+use crate::txn::coordinator::{classify_commit, CommitAnswer, Coordinators};
+use crate::txn::producer::PartitionProducer;
+use crate::txn::reader::{read_partition, ReadOptions};
+use crate::txn::{partition_names, Client, TxnError};
+
+/// What the producer is to do.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The topic the run uses (with the run id appended when unique).
+    pub topic: String,
+    pub partitions: u32,
+    pub messages: u64,
+    pub txn_size: u32,
+    pub batch_size: u32,
+    pub concurrency: u32,
+    pub txn_timeout: Duration,
+    pub resend: ResendPolicy,
+    pub message_size: usize,
+    pub rate: Option<u32>,
+    pub abort_every: Option<u32>,
+    pub op_timeout: Duration,
+    pub deadline: Duration,
+    /// Sabotage: numbers never sent, numbers sent twice.
+    pub skip: BTreeSet<u64>,
+    pub duplicate: Vec<u64>,
+    /// Prefix of producer names.
+    pub name: String,
+}
+
+/// Live counters, read by the runner (progress, fault triggers).
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub attempts: AtomicU64,
+    pub committed: AtomicU64,
+    pub aborted: AtomicU64,
+    pub ambiguous: AtomicU64,
+    pub withheld: AtomicU64,
+    pub messages_sent: AtomicU64,
+    pub messages_committed: AtomicU64,
+    /// END_TXN COMMIT requests awaiting an answer now.
+    pub commits_in_flight: AtomicI64,
+    /// Sum of commit round-trip times in microseconds, and how many.
+    pub commit_latency_us: AtomicU64,
+    pub commit_latency_n: AtomicU64,
+}
+
+impl Stats {
+    pub fn snapshot(&self) -> StatsSnapshot {
+        StatsSnapshot {
+            attempts: self.attempts.load(Ordering::Relaxed),
+            committed: self.committed.load(Ordering::Relaxed),
+            aborted: self.aborted.load(Ordering::Relaxed),
+            ambiguous: self.ambiguous.load(Ordering::Relaxed),
+            withheld: self.withheld.load(Ordering::Relaxed),
+            messages_sent: self.messages_sent.load(Ordering::Relaxed),
+            messages_committed: self.messages_committed.load(Ordering::Relaxed),
+            commits_in_flight: self.commits_in_flight.load(Ordering::Relaxed),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    pub attempts: u64,
+    pub committed: u64,
+    pub aborted: u64,
+    pub ambiguous: u64,
+    pub withheld: u64,
+    pub messages_sent: u64,
+    pub messages_committed: u64,
+    pub commits_in_flight: i64,
+}
+
+/// Why the producer stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    #[error("{0}")]
+    Journal(#[from] JournalError),
+    #[error("the transaction client failed: {0}")]
+    Txn(#[from] TxnError),
+}
+
+/// How the producer ended.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub stats: StatsSnapshot,
+    /// Every number reached a final state (committed, or withheld by the policy).
+    pub complete: bool,
+    pub detail: String,
+    pub elapsed: Duration,
+}
+
+/// A unit of work: numbers to carry in one transaction.
+#[derive(Debug, Clone)]
+struct Chunk {
+    numbers: Ranges,
+    /// The attempt that carried these numbers before (and whose journal entry names them).
+    previous: Option<u64>,
+    /// Sequence number of a fresh chunk (for `abort_every`).
+    index: u64,
+}
+
+struct Queue {
+    cursor: u64,
+    fresh_index: u64,
+    resend: VecDeque<Chunk>,
+    in_flight: usize,
+    fatal: Option<String>,
+}
+
+/// What a worker does next.
+enum Job {
+    Resend(Chunk),
+    Fresh,
+    Wait,
+    Exit,
+}
+
+/// How one attempt ended.
+enum End {
+    Done,
+    Resend(Chunk),
+}
+
+/// Token bucket: at most `rate` messages per second across the producer.
+struct RateLimit {
+    every: Duration,
+    next: Mutex<std::time::Instant>,
+}
+
+impl RateLimit {
+    async fn take(&self) {
+        let wait = {
+            let mut next = self.next.lock().expect("lock");
+            let now = std::time::Instant::now();
+            let slot = (*next).max(now);
+            *next = slot + self.every;
+            slot.saturating_duration_since(now)
+        };
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+/// The payload of number `n`.
+pub fn payload(n: u64, size: usize) -> Vec<u8> {
+    let mut p = n.to_string().into_bytes();
+    if p.len() < size {
+        p.resize(size, b' ');
+    }
+    p
+}
+
+/// The next chunk of fresh numbers from `cursor`: up to `size` numbers below `limit`, leaving
+/// out `skip`. Returns the ranges and the new cursor.
+pub fn take_chunk(cursor: u64, limit: u64, size: u32, skip: &BTreeSet<u64>) -> (Ranges, u64) {
+    let mut ranges: Ranges = Vec::new();
+    let mut n = cursor;
+    let mut taken = 0u32;
+    while n < limit && taken < size {
+        if skip.contains(&n) {
+            n += 1;
+            continue;
+        }
+        match ranges.last_mut() {
+            Some((_, e)) if *e == n => *e = n + 1,
+            _ => ranges.push((n, n + 1)),
+        }
+        taken += 1;
+        n += 1;
+    }
+    // Skipped numbers right after the chunk belong to no chunk: move past them too.
+    while n < limit && skip.contains(&n) {
+        n += 1;
+    }
+    (ranges, n)
+}
+
+fn count(r: &Ranges) -> u64 {
+    r.iter().map(|(a, b)| b - a).sum()
+}
+
+/// The transactional producer of a run.
+pub struct Producer {
+    cfg: Config,
+    client: Arc<Client>,
+    tcs: Coordinators,
+    producers: Vec<Arc<PartitionProducer>>,
+    partition_topics: Vec<String>,
+    journal: Journal,
+    history: History,
+    admin: Admin,
+    pub stats: Arc<Stats>,
+    queue: Mutex<Queue>,
+    changed: Notify,
+    next_attempt: AtomicU64,
+    rate: Option<RateLimit>,
+}
+
+impl Producer {
+    /// Connect: coordinators, and one producer per partition (created now, so the first
+    /// transaction does not wait for transaction-buffer recovery).
+    pub async fn connect(
+        cfg: Config,
+        service_url: &str,
+        admin: Admin,
+        journal: Journal,
+        history: History,
+        first_attempt: u64,
+    ) -> Result<Producer, WorkloadError> {
+        let client = Client::new(service_url, cfg.op_timeout);
+        let deadline = Instant::now() + cfg.op_timeout.max(Duration::from_secs(30)) * 2;
+        let tcs =
+            crate::txn::with_retry(deadline, || Coordinators::discover(client.clone())).await?;
+        let partition_topics = partition_names(&cfg.topic, cfg.partitions);
+        let mut producers = Vec::new();
+        for (i, t) in partition_topics.iter().enumerate() {
+            let p = Arc::new(PartitionProducer::new(
+                client.clone(),
+                t,
+                &format!("{}-p{i}", cfg.name),
+                true,
+            ));
+            crate::txn::with_retry(deadline, || p.ready()).await?;
+            producers.push(p);
+        }
+        let rate = cfg.rate.map(|r| RateLimit {
+            every: Duration::from_secs_f64(1.0 / f64::from(r)),
+            next: Mutex::new(std::time::Instant::now()),
+        });
+        Ok(Producer {
+            client,
+            tcs,
+            producers,
+            partition_topics,
+            journal,
+            history,
+            admin,
+            stats: Arc::new(Stats::default()),
+            queue: Mutex::new(Queue {
+                cursor: 0,
+                fresh_index: 0,
+                resend: VecDeque::new(),
+                in_flight: 0,
+                fatal: None,
+            }),
+            changed: Notify::new(),
+            next_attempt: AtomicU64::new(first_attempt.max(1)),
+            rate,
+            cfg,
+        })
+    }
+
+    pub fn stats(&self) -> Arc<Stats> {
+        self.stats.clone()
+    }
+
+    /// Continue from a journal left by an interrupted run: settle what its in-flight attempts
+    /// did, queue their numbers again where needed, and start fresh numbers at the cursor.
+    pub async fn resume(&self) -> Result<(), WorkloadError> {
+        let (cursor, entries) = self.journal.load()?;
+        let next = crate::journal::next_number(cursor, &entries);
+        self.history.record(EventBody::Note {
+            message: format!(
+                "resuming: journal cursor {cursor}, {} transaction(s) left in flight, fresh numbers from {next}",
+                entries.len()
+            ),
+        });
+        let mut unresolved = Vec::new();
+        for e in &entries {
+            match self.settle_leftover(e).await? {
+                Some(Outcome::Committed) => {
+                    self.journal.clear(e.attempt)?;
+                }
+                Some(_) => self.requeue(e, "aborted before the interruption or by this resume"),
+                None => unresolved.push(e.clone()),
+            }
+        }
+        if !unresolved.is_empty() {
+            match self.cfg.resend {
+                ResendPolicy::Naive => {
+                    for e in &unresolved {
+                        self.requeue(e, "ambiguous after the interruption; naive policy resends");
+                    }
+                }
+                ResendPolicy::RetryCommit => {
+                    for e in &unresolved {
+                        self.withhold(
+                            e.attempt,
+                            &e.numbers,
+                            "ambiguous after the interruption; retry-commit withholds",
+                        )?;
+                    }
+                }
+                ResendPolicy::Verify => {
+                    let visible = self.visible_in_topic(&unresolved).await;
+                    for e in &unresolved {
+                        match visible.get(&e.txn) {
+                            Some(found) if *found > 0 => {
+                                self.history.record(EventBody::TxnResolved {
+                                    attempt: e.attempt,
+                                    txn: e.txn,
+                                    resolved: Outcome::Committed,
+                                    how: format!(
+                                        "read-back after resume found {found} of {} messages",
+                                        count(&e.numbers)
+                                    ),
+                                });
+                                self.journal.clear(e.attempt)?;
+                            }
+                            Some(_) => {
+                                self.history.record(EventBody::TxnResolved {
+                                    attempt: e.attempt,
+                                    txn: e.txn,
+                                    resolved: Outcome::Aborted,
+                                    how: "read-back after resume found none of its messages".into(),
+                                });
+                                self.requeue(e, "read-back found it aborted");
+                            }
+                            None => self.withhold(
+                                e.attempt,
+                                &e.numbers,
+                                "the read-back after resume failed",
+                            )?,
+                        }
+                    }
+                }
+            }
+        }
+        let mut q = self.queue.lock().expect("lock");
+        q.cursor = next;
+        q.fresh_index = next / u64::from(self.cfg.txn_size.max(1));
+        Ok(())
+    }
+
+    fn requeue(&self, e: &Entry, reason: &str) {
+        self.history.record(EventBody::ResendScheduled {
+            attempt: e.attempt,
+            numbers: e.numbers.clone(),
+            reason: reason.to_string(),
+        });
+        self.queue.lock().expect("lock").resend.push_back(Chunk {
+            numbers: e.numbers.clone(),
+            previous: Some(e.attempt),
+            index: u64::MAX,
+        });
+    }
+
+    fn withhold(&self, attempt: u64, numbers: &Ranges, reason: &str) -> Result<(), JournalError> {
+        self.stats.withheld.fetch_add(1, Ordering::Relaxed);
+        self.history.record(EventBody::ResendWithheld {
+            attempt,
+            numbers: numbers.clone(),
+            reason: reason.to_string(),
+        });
+        self.journal.clear(attempt)
+    }
+
+    /// What a transaction left by a crashed run became: abort it now if it is still open.
+    async fn settle_leftover(&self, e: &Entry) -> Result<Option<Outcome>, WorkloadError> {
+        let deadline = Instant::now() + self.cfg.txn_timeout + Duration::from_secs(30);
+        loop {
+            let r = self.tcs.end_txn(e.txn, TxnAction::Abort).await;
+            let (outcome, detail) = match &r {
+                Ok(()) => (Some(Outcome::Aborted), "aborted by the resume".to_string()),
+                Err(TxnError::Server {
+                    code: ServerError::InvalidTxnStatus,
+                    message,
+                }) => match crate::txn::coordinator::state_named(message) {
+                    Some("COMMITTING") | Some("COMMITTED") => (
+                        Some(Outcome::Committed),
+                        format!("the coordinator says it committed: {message}"),
+                    ),
+                    _ => (
+                        Some(Outcome::Aborted),
+                        format!("the coordinator says it aborted: {message}"),
+                    ),
+                },
+                Err(TxnError::Server {
+                    code: ServerError::TransactionNotFound,
+                    message,
+                }) => (None, format!("TransactionNotFound: {message}")),
+                Err(TxnError::Fatal(m)) => return Err(TxnError::Fatal(m.clone()).into()),
+                Err(other) if Instant::now() < deadline => {
+                    tracing::info!(
+                        "resume: abort of {} not answered ({other}); retrying",
+                        e.txn
+                    );
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+                Err(other) => (None, format!("no answer to the abort: {other}")),
+            };
+            self.history.record(EventBody::TxnOutcome {
+                attempt: e.attempt,
+                txn: e.txn,
+                outcome: outcome.unwrap_or(Outcome::Ambiguous),
+                detail: format!("after the interruption: {detail}"),
+            });
+            return Ok(outcome);
+        }
+    }
+
+    /// Produce until every number is final, the deadline passes, or a fatal error.
+    pub async fn run(self: &Arc<Self>) -> Report {
+        let started = Instant::now();
+        let deadline = started + self.cfg.deadline;
+        let mut workers = Vec::new();
+        for _ in 0..self.cfg.concurrency.max(1) {
+            let me = self.clone();
+            workers.push(tokio::spawn(async move { me.worker(deadline).await }));
+        }
+        for w in workers {
+            if let Err(e) = w.await {
+                self.fail(format!("a producer task panicked: {e}"));
+            }
+        }
+        // Sabotage: send the numbers to duplicate once more, in a transaction of their own.
+        let fatal = self.queue.lock().expect("lock").fatal.clone();
+        if fatal.is_none() && !self.cfg.duplicate.is_empty() {
+            let mut numbers: Ranges = Vec::new();
+            for n in &self.cfg.duplicate {
+                numbers.push((*n, n + 1));
+            }
+            self.history.record(EventBody::Note {
+                message: format!("sabotage: sending {:?} a second time", self.cfg.duplicate),
+            });
+            let chunk = Chunk {
+                numbers,
+                previous: None,
+                index: u64::MAX,
+            };
+            let mut next = Some(chunk);
+            for _ in 0..5 {
+                let Some(c) = next.take() else { break };
+                match self.attempt(c, deadline).await {
+                    Ok(End::Done) => {}
+                    Ok(End::Resend(c)) => next = Some(c),
+                    Err(e) => self.fail(e.to_string()),
+                }
+            }
+        }
+        let q = self.queue.lock().expect("lock");
+        let snapshot = self.stats.snapshot();
+        let complete = q.fatal.is_none()
+            && q.cursor >= self.cfg.messages
+            && q.resend.is_empty()
+            && q.in_flight == 0;
+        let detail = match &q.fatal {
+            Some(f) => format!("stopped: {f}"),
+            None if complete => "every number reached a final state".to_string(),
+            None => format!(
+                "the deadline of {}s passed with numbers from {} unsent and {} resend(s) pending",
+                self.cfg.deadline.as_secs(),
+                q.cursor,
+                q.resend.len()
+            ),
+        };
+        drop(q);
+        self.history.record(EventBody::ProducerFinished {
+            committed: snapshot.committed,
+            aborted: snapshot.aborted,
+            ambiguous: snapshot.ambiguous,
+            messages_committed: snapshot.messages_committed,
+            complete,
+            detail: detail.clone(),
+        });
+        self.history.flush();
+        Report {
+            stats: snapshot,
+            complete,
+            detail,
+            elapsed: started.elapsed(),
+        }
+    }
+
+    fn fail(&self, reason: String) {
+        let mut q = self.queue.lock().expect("lock");
+        if q.fatal.is_none() {
+            q.fatal = Some(reason);
+        }
+        drop(q);
+        self.changed.notify_waiters();
+    }
+
+    async fn worker(self: Arc<Self>, deadline: Instant) {
+        loop {
+            if Instant::now() >= deadline {
+                return;
+            }
+            let notified = self.changed.notified();
+            // Resends first, then fresh numbers.
+            let job = {
+                let mut q = self.queue.lock().expect("lock");
+                if q.fatal.is_some() {
+                    Job::Exit
+                } else if let Some(c) = q.resend.pop_front() {
+                    q.in_flight += 1;
+                    Job::Resend(c)
+                } else if q.cursor < self.cfg.messages {
+                    q.in_flight += 1;
+                    Job::Fresh
+                } else if q.in_flight > 0 {
+                    Job::Wait
+                } else {
+                    Job::Exit
+                }
+            };
+            let r = match job {
+                Job::Exit => {
+                    self.changed.notify_waiters();
+                    return;
+                }
+                Job::Wait => {
+                    tokio::select! {
+                        _ = notified => {}
+                        _ = tokio::time::sleep_until(deadline) => return,
+                    }
+                    continue;
+                }
+                Job::Resend(c) => self.attempt(c, deadline).await,
+                Job::Fresh => self.fresh_attempt(deadline).await,
+            };
+            {
+                let mut q = self.queue.lock().expect("lock");
+                q.in_flight -= 1;
+                match r {
+                    Ok(End::Done) => {}
+                    Ok(End::Resend(c)) => q.resend.push_back(c),
+                    Err(e) => {
+                        if q.fatal.is_none() {
+                            q.fatal = Some(e.to_string());
+                        }
+                    }
+                }
+            }
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// Open a transaction, then take fresh numbers for it.
+    async fn fresh_attempt(&self, deadline: Instant) -> Result<End, WorkloadError> {
+        let txn = match self.tcs.new_txn(self.cfg.txn_timeout, deadline).await {
+            Ok(t) => t,
+            Err(TxnError::Fatal(m)) => return Err(TxnError::Fatal(m).into()),
+            Err(e) => {
+                tracing::warn!("NEW_TXN failed until the deadline: {e}");
+                return Ok(End::Done);
+            }
+        };
+        let attempt = self.next_attempt.fetch_add(1, Ordering::Relaxed);
+        // Take the numbers and journal them under one lock (see journal.rs).
+        let chunk = {
+            let mut q = self.queue.lock().expect("lock");
+            if q.cursor >= self.cfg.messages {
+                None
+            } else {
+                let (numbers, next) = take_chunk(
+                    q.cursor,
+                    self.cfg.messages,
+                    self.cfg.txn_size,
+                    &self.cfg.skip,
+                );
+                let entry = Entry {
+                    attempt,
+                    txn,
+                    numbers: numbers.clone(),
+                    resend_of: None,
+                };
+                self.journal.record(&entry)?;
+                self.journal.set_cursor(next)?;
+                q.cursor = next;
+                q.fresh_index += 1;
+                Some(Chunk {
+                    numbers,
+                    previous: None,
+                    index: q.fresh_index,
+                })
+            }
+        };
+        let Some(chunk) = chunk else {
+            let _ = self.tcs.end_txn(txn, TxnAction::Abort).await;
+            return Ok(End::Done);
+        };
+        if chunk.numbers.is_empty() {
+            let _ = self.tcs.end_txn(txn, TxnAction::Abort).await;
+            return Ok(End::Done);
+        }
+        self.carry(attempt, txn, chunk, deadline).await
+    }
+
+    /// Carry the numbers of an earlier attempt (or the sabotage duplicates) in a new one.
+    async fn attempt(&self, chunk: Chunk, deadline: Instant) -> Result<End, WorkloadError> {
+        let txn = match self.tcs.new_txn(self.cfg.txn_timeout, deadline).await {
+            Ok(t) => t,
+            Err(TxnError::Fatal(m)) => return Err(TxnError::Fatal(m).into()),
+            Err(e) => {
+                tracing::warn!("NEW_TXN failed until the deadline: {e}");
+                return Ok(End::Resend(chunk));
+            }
+        };
+        let attempt = self.next_attempt.fetch_add(1, Ordering::Relaxed);
+        self.journal.record(&Entry {
+            attempt,
+            txn,
+            numbers: chunk.numbers.clone(),
+            resend_of: chunk.previous,
+        })?;
+        if let Some(prev) = chunk.previous {
+            self.journal.clear(prev)?;
+        }
+        self.carry(attempt, txn, chunk, deadline).await
+    }
+
+    /// Send the chunk in `txn` and commit it; decide what becomes of its numbers.
+    async fn carry(
+        &self,
+        attempt: u64,
+        txn: TxnId,
+        chunk: Chunk,
+        deadline: Instant,
+    ) -> Result<End, WorkloadError> {
+        self.stats.attempts.fetch_add(1, Ordering::Relaxed);
+        self.history.record(EventBody::TxnOpened {
+            attempt,
+            txn,
+            numbers: chunk.numbers.clone(),
+            resend_of: chunk.previous,
+        });
+        let op_deadline = (Instant::now() + self.cfg.txn_timeout)
+            .min(deadline.max(Instant::now() + self.cfg.op_timeout));
+        let again = |reason: String| {
+            self.history.record(EventBody::ResendScheduled {
+                attempt,
+                numbers: chunk.numbers.clone(),
+                reason,
+            });
+            End::Resend(Chunk {
+                numbers: chunk.numbers.clone(),
+                previous: Some(attempt),
+                index: u64::MAX,
+            })
+        };
+
+        // Partitions first, then the messages.
+        let parts: BTreeSet<u32> = chunk
+            .numbers
+            .iter()
+            .flat_map(|(a, b)| (*a..*b).take(self.cfg.partitions as usize))
+            .map(|n| (n % u64::from(self.cfg.partitions)) as u32)
+            .collect();
+        let names: Vec<String> = parts
+            .iter()
+            .map(|p| self.partition_topics[*p as usize].clone())
+            .collect();
+        if let Err(e) = self.tcs.add_partitions(txn, &names, op_deadline).await {
+            if let TxnError::Fatal(m) = e {
+                return Err(TxnError::Fatal(m).into());
+            }
+            self.abort(attempt, txn, format!("ADD_PARTITION_TO_TXN failed: {e}"))
+                .await;
+            return Ok(again(format!("ADD_PARTITION_TO_TXN failed: {e}")));
+        }
+        // Per partition, in batches of `batch_size` (one entry each).
+        let mut per_partition: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+        for n in chunk.numbers.iter().flat_map(|(a, b)| *a..*b) {
+            per_partition
+                .entry((n % u64::from(self.cfg.partitions)) as usize)
+                .or_default()
+                .push(n);
+        }
+        let batch = self.cfg.batch_size.max(1) as usize;
+        let sends = per_partition.iter().flat_map(|(p, numbers)| {
+            numbers.chunks(batch).map(move |group| {
+                let producer = self.producers[*p].clone();
+                let data: Vec<Vec<u8>> = group
+                    .iter()
+                    .map(|n| payload(*n, self.cfg.message_size))
+                    .collect();
+                let timeout = self.cfg.op_timeout;
+                let count = group.len();
+                async move {
+                    if let Some(r) = &self.rate {
+                        for _ in 0..count {
+                            r.take().await;
+                        }
+                    }
+                    (
+                        *p,
+                        count,
+                        producer.send_batch(Some(txn), data, timeout).await,
+                    )
+                }
+            })
+        });
+        let results = futures::future::join_all(sends).await;
+        let mut receipts: Vec<(usize, MessageIdData)> =
+            Vec::with_capacity(count(&chunk.numbers) as usize);
+        let mut failure = None;
+        for (p, _, r) in results {
+            match r {
+                Ok(ids) => receipts.extend(ids.into_iter().map(|id| (p, id))),
+                Err(e) => {
+                    if failure.is_none() {
+                        failure = Some(e);
+                    }
+                }
+            }
+        }
+        self.stats
+            .messages_sent
+            .fetch_add(receipts.len() as u64, Ordering::Relaxed);
+        if let Some(e) = failure {
+            if let TxnError::Fatal(m) = e {
+                return Err(TxnError::Fatal(m).into());
+            }
+            let why = format!(
+                "a SEND failed ({e}); {} of {} receipts",
+                receipts.len(),
+                count(&chunk.numbers)
+            );
+            self.abort(attempt, txn, why.clone()).await;
+            return Ok(again(why));
+        }
+        self.history.record(EventBody::SendsAcked {
+            attempt,
+            messages: receipts.len() as u64,
+        });
+        if let Some(k) = self.cfg.abort_every {
+            if chunk.previous.is_none()
+                && chunk.index != u64::MAX
+                && chunk.index % u64::from(k) == 0
+            {
+                self.abort(attempt, txn, format!("deliberate: every {k}th transaction's first attempt is aborted (abort_every)")).await;
+                return Ok(again("deliberately aborted (abort_every)".into()));
+            }
+        }
+        self.commit(attempt, txn, &chunk, &receipts, deadline, again)
+            .await
+    }
+
+    /// Abort an attempt that never asked to commit: definitively not committed.
+    async fn abort(&self, attempt: u64, txn: TxnId, reason: String) {
+        self.history.record(EventBody::AbortRequested {
+            attempt,
+            txn,
+            reason: reason.clone(),
+        });
+        let r = self.tcs.end_txn(txn, TxnAction::Abort).await;
+        let detail = match r {
+            Ok(()) => format!("{reason}; abort confirmed"),
+            Err(e) => format!("{reason}; abort not confirmed ({e}), the coordinator's timeout ends it (no commit was ever sent)"),
+        };
+        self.stats.aborted.fetch_add(1, Ordering::Relaxed);
+        self.history.record(EventBody::TxnOutcome {
+            attempt,
+            txn,
+            outcome: Outcome::Aborted,
+            detail,
+        });
+    }
+
+    async fn commit(
+        &self,
+        attempt: u64,
+        txn: TxnId,
+        chunk: &Chunk,
+        receipts: &[(usize, MessageIdData)],
+        deadline: Instant,
+        again: impl Fn(String) -> End,
+    ) -> Result<End, WorkloadError> {
+        let n = receipts.len() as u64;
+        let mut try_no = 0u32;
+        let mut uncertain = false;
+        let mut ambiguous_since: Option<Instant> = None;
+        let patience = self.cfg.txn_timeout + Duration::from_secs(30);
+        let first = Instant::now();
+        let mut delay = Duration::from_millis(100);
+        loop {
+            try_no += 1;
+            self.history.record(EventBody::CommitRequested {
+                attempt,
+                txn,
+                try_no,
+            });
+            self.stats.commits_in_flight.fetch_add(1, Ordering::SeqCst);
+            let t = Instant::now();
+            let r = self.tcs.end_txn(txn, TxnAction::Commit).await;
+            self.stats.commits_in_flight.fetch_sub(1, Ordering::SeqCst);
+            let answer = classify_commit(&r, uncertain);
+            match answer {
+                CommitAnswer::Committed => {
+                    self.stats
+                        .commit_latency_us
+                        .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+                    self.stats.commit_latency_n.fetch_add(1, Ordering::Relaxed);
+                    self.journal.clear(attempt)?;
+                    self.stats.committed.fetch_add(1, Ordering::Relaxed);
+                    self.stats
+                        .messages_committed
+                        .fetch_add(n, Ordering::Relaxed);
+                    if ambiguous_since.is_some() {
+                        self.history.record(EventBody::TxnResolved {
+                            attempt,
+                            txn,
+                            resolved: Outcome::Committed,
+                            how: format!("commit try {try_no}: {}", describe(&r)),
+                        });
+                    } else {
+                        self.history.record(EventBody::TxnOutcome {
+                            attempt,
+                            txn,
+                            outcome: Outcome::Committed,
+                            detail: if try_no > 1 {
+                                format!("on try {try_no}")
+                            } else {
+                                String::new()
+                            },
+                        });
+                    }
+                    return Ok(End::Done);
+                }
+                CommitAnswer::Aborted(d) => {
+                    if ambiguous_since.is_some() {
+                        self.history.record(EventBody::TxnResolved {
+                            attempt,
+                            txn,
+                            resolved: Outcome::Aborted,
+                            how: format!("commit try {try_no}: {d}"),
+                        });
+                    } else {
+                        self.stats.aborted.fetch_add(1, Ordering::Relaxed);
+                        self.history.record(EventBody::TxnOutcome {
+                            attempt,
+                            txn,
+                            outcome: Outcome::Aborted,
+                            detail: d.clone(),
+                        });
+                    }
+                    return Ok(again(format!("the commit was refused: {d}")));
+                }
+                CommitAnswer::Fatal(m) => return Err(TxnError::Fatal(m).into()),
+                CommitAnswer::NotApplied(d) => {
+                    if first.elapsed() < patience && Instant::now() < deadline {
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(Duration::from_secs(2));
+                        continue;
+                    }
+                    if !uncertain {
+                        // No commit of ours ever reached the coordinator: it cannot commit.
+                        self.stats.aborted.fetch_add(1, Ordering::Relaxed);
+                        self.history.record(EventBody::TxnOutcome {
+                            attempt,
+                            txn,
+                            outcome: Outcome::Aborted,
+                            detail: format!("no commit try reached the coordinator ({d}); its timeout aborts it"),
+                        });
+                        return Ok(again("the commit could not be delivered".into()));
+                    }
+                    // Fall through to the unresolved case below.
+                }
+                CommitAnswer::Ambiguous(d) => {
+                    uncertain = true;
+                    if ambiguous_since.is_none() {
+                        ambiguous_since = Some(Instant::now());
+                        self.stats.ambiguous.fetch_add(1, Ordering::Relaxed);
+                        self.history.record(EventBody::TxnOutcome {
+                            attempt,
+                            txn,
+                            outcome: Outcome::Ambiguous,
+                            detail: d.clone(),
+                        });
+                    }
+                    if self.cfg.resend == ResendPolicy::Naive {
+                        return Ok(again(format!(
+                            "naive policy: resend after an ambiguous commit ({d})"
+                        )));
+                    }
+                    let gone = matches!(
+                        r,
+                        Err(TxnError::Server {
+                            code: ServerError::TransactionNotFound,
+                            ..
+                        })
+                    );
+                    if !gone && first.elapsed() < patience && Instant::now() < deadline {
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(Duration::from_secs(2));
+                        continue;
+                    }
+                }
+            }
+            // Still ambiguous after retrying the commit.
+            return match self.cfg.resend {
+                ResendPolicy::Verify => {
+                    self.resolve_by_reading(attempt, txn, chunk, receipts, again)
+                        .await
+                }
+                _ => {
+                    self.withhold(
+                        attempt,
+                        &chunk.numbers,
+                        "retry-commit: the commit stayed ambiguous; not resent",
+                    )?;
+                    Ok(End::Done)
+                }
+            };
+        }
+    }
+
+    /// The `verify` policy: once the coordinator has let go of the transaction and the
+    /// partitions' transaction buffers have moved past its messages, read them back.
+    async fn resolve_by_reading(
+        &self,
+        attempt: u64,
+        txn: TxnId,
+        chunk: &Chunk,
+        receipts: &[(usize, MessageIdData)],
+        again: impl Fn(String) -> End,
+    ) -> Result<End, WorkloadError> {
+        let wait_until = Instant::now() + self.cfg.txn_timeout + Duration::from_secs(60);
+        // 1. The coordinator no longer holds it (committed or aborted, and finished).
+        loop {
+            match self.admin.transaction_metadata(txn.most, txn.least).await {
+                Ok(None) => break,
+                Ok(Some(_)) | Err(_) if Instant::now() < wait_until => {
+                    tokio::time::sleep(Duration::from_millis(500)).await
+                }
+                Ok(Some(m)) => {
+                    self.withhold(
+                        attempt,
+                        &chunk.numbers,
+                        &format!("verify: the coordinator still holds it ({})", m.status),
+                    )?;
+                    return Ok(End::Done);
+                }
+                Err(e) => {
+                    self.withhold(
+                        attempt,
+                        &chunk.numbers,
+                        &format!("verify: the admin API did not answer ({e})"),
+                    )?;
+                    return Ok(End::Done);
+                }
+            }
+        }
+        // 2. Read each partition between the transaction's first and last message.
+        let mut by_partition: BTreeMap<usize, (MessageIdData, MessageIdData)> = BTreeMap::new();
+        for (p, id) in receipts {
+            let e = by_partition.entry(*p).or_insert((id.clone(), id.clone()));
+            if (id.ledger_id, id.entry_id) < (e.0.ledger_id, e.0.entry_id) {
+                e.0 = id.clone();
+            }
+            if (id.ledger_id, id.entry_id) > (e.1.ledger_id, e.1.entry_id) {
+                e.1 = id.clone();
+            }
+        }
+        let mut found = 0u64;
+        for (p, (lo, hi)) in &by_partition {
+            let topic = &self.partition_topics[*p];
+            // Messages become readable once no open transaction precedes them.
+            loop {
+                match self.admin.transaction_buffer(topic).await {
+                    Ok((Some(max_read), _)) if max_read >= (hi.ledger_id, hi.entry_id) => break,
+                    _ if Instant::now() < wait_until => {
+                        tokio::time::sleep(Duration::from_millis(500)).await
+                    }
+                    other => {
+                        self.withhold(attempt, &chunk.numbers, &format!("verify: {topic}'s transaction buffer did not move past the transaction ({other:?})"))?;
+                        return Ok(End::Done);
+                    }
+                }
+            }
+            let opts = ReadOptions {
+                start: Some(lo.clone()),
+                stop: Some(hi.clone()),
+                idle_timeout: Duration::from_secs(30),
+                permits: 1000,
+            };
+            let r = read_partition(&self.client, topic, *p as i32, &opts, |_, md, _| {
+                if md.txnid_most_bits == Some(txn.most) && md.txnid_least_bits == Some(txn.least) {
+                    found += 1;
+                }
+                true
+            })
+            .await;
+            match r {
+                Ok(stats) if stats.incomplete.is_none() => {}
+                Ok(stats) => {
+                    self.withhold(
+                        attempt,
+                        &chunk.numbers,
+                        &format!(
+                            "verify: read-back incomplete: {}",
+                            stats.incomplete.unwrap_or_default()
+                        ),
+                    )?;
+                    return Ok(End::Done);
+                }
+                Err(e) => {
+                    self.withhold(
+                        attempt,
+                        &chunk.numbers,
+                        &format!("verify: read-back failed: {e}"),
+                    )?;
+                    return Ok(End::Done);
+                }
+            }
+        }
+        let total = receipts.len() as u64;
+        if found == 0 {
+            self.history.record(EventBody::TxnResolved {
+                attempt,
+                txn,
+                resolved: Outcome::Aborted,
+                how: format!("read-back: none of its {total} messages is visible"),
+            });
+            return Ok(again("verify: the read-back shows it aborted".into()));
+        }
+        self.journal.clear(attempt)?;
+        self.stats
+            .messages_committed
+            .fetch_add(found, Ordering::Relaxed);
+        self.history.record(EventBody::TxnResolved {
+            attempt,
+            txn,
+            resolved: Outcome::Committed,
+            how: if found == total {
+                format!("read-back: all {total} messages are visible")
+            } else {
+                format!("read-back: only {found} of {total} messages are visible (a partial commit; the checker will show what is missing)")
+            },
+        });
+        Ok(End::Done)
+    }
+
+    /// After a resume, which leftover transactions have messages in the topic (a full read).
+    async fn visible_in_topic(&self, entries: &[Entry]) -> BTreeMap<TxnId, u64> {
+        let wanted: BTreeSet<TxnId> = entries.iter().map(|e| e.txn).collect();
+        let mut found: BTreeMap<TxnId, u64> = wanted.iter().map(|t| (*t, 0)).collect();
+        for (p, topic) in self.partition_topics.iter().enumerate() {
+            // Wait until no transaction is open on the partition.
+            let until = Instant::now() + self.cfg.txn_timeout + Duration::from_secs(60);
+            while Instant::now() < until {
+                match self.admin.transaction_buffer(topic).await {
+                    Ok((_, 0)) => break,
+                    _ => tokio::time::sleep(Duration::from_millis(500)).await,
+                }
+            }
+            let opts = ReadOptions {
+                idle_timeout: Duration::from_secs(30),
+                ..ReadOptions::default()
+            };
+            let r = read_partition(&self.client, topic, p as i32, &opts, |_, md, _| {
+                if let (Some(m), Some(l)) = (md.txnid_most_bits, md.txnid_least_bits) {
+                    if let Some(c) = found.get_mut(&TxnId { most: m, least: l }) {
+                        *c += 1;
+                    }
+                }
+                true
+            })
+            .await;
+            if !matches!(r, Ok(ref s) if s.incomplete.is_none()) {
+                return BTreeMap::new();
+            }
+        }
+        found
+    }
+
+    /// Close connections.
+    pub async fn close(&self) {
+        self.client.close_all().await;
+    }
+}
+
+fn describe(r: &Result<(), TxnError>) -> String {
+    match r {
+        Ok(()) => "confirmed".into(),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_is_the_number_then_padding() {
+        assert_eq!(payload(42, 0), b"42");
+        assert_eq!(payload(42, 5), b"42   ");
+        assert_eq!(
+            crate::checker::parse_number(&payload(1234, 100)),
+            Some(1234)
+        );
+    }
+
+    #[test]
+    fn chunks_skip_sabotaged_numbers() {
+        let none = BTreeSet::new();
+        assert_eq!(take_chunk(0, 10, 4, &none), (vec![(0, 4)], 4));
+        assert_eq!(take_chunk(8, 10, 4, &none), (vec![(8, 10)], 10));
+        let skip: BTreeSet<u64> = [2, 4, 5].into_iter().collect();
+        assert_eq!(take_chunk(0, 10, 3, &skip), (vec![(0, 2), (3, 4)], 6));
+        assert_eq!(take_chunk(6, 10, 3, &skip), (vec![(6, 9)], 9));
+    }
+}
