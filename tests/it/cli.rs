@@ -1,0 +1,80 @@
+//! The command line without Docker: bad input exits 2 with file:line:column, never a panic.
+
+use crate::common::*;
+
+fn assert_clean_failure(o: &std::process::Output, code: i32) -> String {
+    let t = text(o);
+    assert_eq!(o.status.code(), Some(code), "{t}");
+    assert!(!t.contains("panicked"), "{t}");
+    assert!(!t.contains("RUST_BACKTRACE"), "{t}");
+    t
+}
+
+const GOOD: &str = "name: t\ncluster: { topology: standalone }\nworkload:\n  topic: persistent://public/default/t\n  messages: 100\n  txn_size: 10\n";
+
+#[test]
+fn bad_scenarios_exit_2_with_file_line_and_column() {
+    let dir = tmpdir("bad-scenarios");
+    let cases = [
+        ("unknown-key.yaml", GOOD.replace("  txn_size: 10\n", "  txn_size: 10\n  colour: blue\n"), "unknown-key.yaml:7:3", "unknown field `colour`"),
+        ("wrong-type.yaml", GOOD.replace("messages: 100", "messages: many"), "wrong-type.yaml:5:", "invalid type"),
+        ("negative.yaml", GOOD.replace("messages: 100", "messages: -3"), "negative.yaml:5:", "integer `-3`, expected u64"),
+        ("txn-size-zero.yaml", GOOD.replace("txn_size: 10", "txn_size: 0"), "txn-size-zero.yaml:6:3", "txn_size: must be at least 1"),
+        ("malformed.yaml", "name: t\nworkload: [\n".to_string(), "malformed.yaml:", ""),
+    ];
+    for (name, body, location, message) in cases {
+        let p = write(&dir, name, &body);
+        for cmd in ["validate", "run", "plan"] {
+            let o = run(&[cmd, p.to_str().unwrap()]);
+            let t = assert_clean_failure(&o, 2);
+            assert!(t.contains(location), "{cmd} {name}: {location:?} not in {t}");
+            assert!(t.contains(message), "{cmd} {name}: {message:?} not in {t}");
+        }
+    }
+    let good = write(&dir, "good.yaml", GOOD);
+    let o = run(&["validate", good.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn a_missing_scenario_file_is_bad_input() {
+    let o = run(&["validate", "/nonexistent/scenario.yaml"]);
+    let t = assert_clean_failure(&o, 2);
+    assert!(t.contains("/nonexistent/scenario.yaml: cannot read"), "{t}");
+}
+
+#[test]
+fn unknown_topology_is_a_usage_error() {
+    let o = run(&["cluster", "up", "--topology", "mesh"]);
+    let t = assert_clean_failure(&o, 2);
+    assert!(t.contains("invalid value 'mesh'"), "{t}");
+    assert!(t.contains("standalone, cluster"), "{t}");
+}
+
+#[test]
+fn docker_socket_missing_is_an_infrastructure_failure() {
+    let o = std::process::Command::new(BIN)
+        .args(["cluster", "up"])
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .output()
+        .unwrap();
+    let t = assert_clean_failure(&o, 3);
+    assert!(t.contains("cannot reach the Docker engine at unix:///nonexistent/docker.sock"), "{t}");
+    assert!(t.contains("Is dockerd running"), "{t}");
+}
+
+#[test]
+fn plan_is_deterministic_from_the_command_line() {
+    let dir = tmpdir("plan-cli");
+    let p = write(
+        &dir,
+        "f.yaml",
+        "name: f\ncluster: { topology: cluster, brokers: 2 }\nworkload: { topic: persistent://public/default/t, messages: 10 }\nfaults:\n  - kind: broker_restart\n    schedule: { random: { count: 5, within: [1s, 60s] } }\n",
+    );
+    let a = run(&["plan", p.to_str().unwrap(), "--seed", "5"]);
+    let b = run(&["plan", p.to_str().unwrap(), "--seed", "5"]);
+    let c = run(&["plan", p.to_str().unwrap(), "--seed", "6"]);
+    assert_eq!(a.status.code(), Some(0), "{}", text(&a));
+    assert_eq!(a.stdout, b.stdout);
+    assert_ne!(a.stdout, c.stdout);
+}

@@ -1,0 +1,192 @@
+//! Shared helpers of the integration tests: the binary, free ports, scenario files, clusters
+//! that remove themselves, and an independent read-back through the `pulsar` crate.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use pulsar_chaos::cluster::engine::{Engine, LABEL_MANAGED, LABEL_RUN};
+use pulsar_chaos::cluster::{image, Cluster};
+use pulsar_chaos::scenario::{DockerCluster, Topology};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_pulsar-chaos");
+
+/// A fresh directory under target/ for one test.
+pub fn tmpdir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "{name}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A TCP port nobody listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Two distinct free ports.
+pub fn free_ports() -> (u16, u16) {
+    let a = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let b = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    (a.local_addr().unwrap().port(), b.local_addr().unwrap().port())
+}
+
+pub fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("the binary runs")
+}
+
+pub fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// A standalone scenario header on free ports.
+pub fn standalone_cluster_yaml() -> String {
+    let (b, h) = free_ports();
+    format!("cluster: {{ topology: standalone, binary_port: {b}, http_port: {h} }}\n")
+}
+
+pub fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
+}
+
+/// A cluster started through the library; removed (by label) when dropped.
+pub struct TestCluster {
+    pub cluster: std::sync::Arc<Cluster>,
+}
+
+impl TestCluster {
+    pub async fn start(topology: Topology, brokers: u32, bookies: u32) -> TestCluster {
+        let engine = Engine::connect().await.expect("Docker is reachable");
+        let (img, _) = image::resolve(&engine, None).await.expect("an image (run `pulsar-chaos image build`)");
+        let (bp, hp) = free_ports();
+        let spec = DockerCluster {
+            topology,
+            image: None,
+            brokers,
+            bookies,
+            coordinators: 1,
+            binary_port: bp,
+            http_port: hp,
+            ready_timeout: Duration::from_secs(300),
+        };
+        let run_id = format!("t{:07x}", rand_id());
+        let cluster = Cluster::up(engine, &spec, &run_id, &img, false).await.expect("cluster starts");
+        let tc = TestCluster {
+            cluster: std::sync::Arc::new(cluster),
+        };
+        pulsar_chaos::ready::wait_ready(&tc.cluster, spec.ready_timeout)
+            .await
+            .expect("cluster becomes ready");
+        tc
+    }
+
+    pub fn run_id(&self) -> String {
+        self.cluster.run_id.clone()
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        let _ = Command::new(BIN).args(["cluster", "down", "--run", &self.cluster.run_id]).output();
+    }
+}
+
+pub fn rand_id() -> u32 {
+    let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    (pulsar_chaos::seed::Rng::new(n ^ u64::from(std::process::id())).next_u64() & 0x0fff_ffff) as u32
+}
+
+/// Containers, networks and volumes still labelled with `run_id`.
+pub async fn leftovers(run_id: &str) -> (usize, usize, usize) {
+    let engine = Engine::connect().await.unwrap();
+    let labels = [(LABEL_MANAGED, "true"), (LABEL_RUN, run_id)];
+    (
+        engine.list_containers(&labels).await.unwrap().len(),
+        engine.list_networks(&labels).await.unwrap().len(),
+        engine.list_volumes(&labels).await.unwrap().len(),
+    )
+}
+
+/// Read a whole topic with the `pulsar` crate's own consumer (a client independent of the
+/// harness's): every payload, in order of arrival.
+pub async fn independent_readback(service_url: &str, topic: &str) -> Vec<Vec<u8>> {
+    use futures::TryStreamExt;
+    use pulsar::{consumer::InitialPosition, Consumer, ConsumerOptions, Pulsar, SubType, TokioExecutor};
+    let pulsar: Pulsar<TokioExecutor> = Pulsar::builder(service_url, TokioExecutor).build().await.unwrap();
+    let mut consumer: Consumer<Vec<u8>, TokioExecutor> = pulsar
+        .consumer()
+        .with_topic(topic)
+        .with_subscription(format!("independent-{}", rand_id()))
+        .with_subscription_type(SubType::Exclusive)
+        .with_options(ConsumerOptions::default().durable(false).with_initial_position(InitialPosition::Earliest))
+        .build()
+        .await
+        .unwrap();
+    let last = consumer.get_last_message_id().await.unwrap();
+    let mut remaining: std::collections::HashMap<i32, (u64, u64, i32)> = last
+        .iter()
+        .filter(|id| id.ledger_id != u64::MAX)
+        .map(|id| (id.partition.unwrap_or(-1), (id.ledger_id, id.entry_id, id.batch_index.unwrap_or(-1))))
+        .collect();
+    let mut out = Vec::new();
+    while !remaining.is_empty() {
+        let msg = tokio::time::timeout(Duration::from_secs(60), consumer.try_next())
+            .await
+            .expect("messages keep coming")
+            .unwrap()
+            .expect("stream open");
+        let id = msg.message_id();
+        out.push(msg.payload.data.clone());
+        let p = id.partition.unwrap_or(-1);
+        if let Some(end) = remaining.get(&p) {
+            if (id.ledger_id, id.entry_id, id.batch_index.unwrap_or(-1)) >= *end {
+                remaining.remove(&p);
+            }
+        }
+    }
+    out
+}
+
+pub fn numbers(payloads: &[Vec<u8>]) -> Vec<u64> {
+    payloads
+        .iter()
+        .map(|p| pulsar_chaos::checker::parse_number(p).expect("a number payload"))
+        .collect()
+}
+
+/// The verdict.json of a run directory.
+pub fn verdict(run_dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(run_dir.join("verdict.json")).unwrap()).unwrap()
+}
+
+/// The run directory a `run` printed ("run directory: ...").
+pub fn run_dir_of(output: &str) -> PathBuf {
+    let line = output
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("run directory: "))
+        .unwrap_or_else(|| panic!("no run directory in:\n{output}"));
+    PathBuf::from(line.trim_start_matches("run directory: ").trim())
+}
+
+pub fn history(run_dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(run_dir.join("history.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
