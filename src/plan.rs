@@ -55,7 +55,7 @@ pub enum Trigger {
 }
 
 /// One fault firing.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlannedFault {
     /// Position in the plan (0-based), also the firing's id in the history.
     pub id: u32,
@@ -85,7 +85,7 @@ impl PlannedFault {
 }
 
 /// The plan of a run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     pub scenario: String,
     pub seed: u64,
@@ -327,6 +327,16 @@ faults:
                 .collect()
         };
         assert_eq!(strip(&a), strip(&b));
+    }
+
+    #[test]
+    fn plan_json_round_trips() {
+        for seed in [1, 7, 42] {
+            let p = make(&scenario(), seed);
+            let back: Plan = serde_json::from_str(&p.to_json()).unwrap();
+            assert_eq!(back, p);
+            assert_eq!(back.to_json(), p.to_json());
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! completed command (verdict-bearing commands return 0, 1 or 4) or a typed error.
 
 pub mod cluster;
+pub mod report;
 pub mod run;
 pub mod scenario;
 
@@ -20,7 +21,8 @@ pub async fn dispatch(cmd: Command) -> Result<i32> {
         Command::Clean => cluster::clean().await,
         Command::Run(args) => run::run(args).await,
         Command::Verify(args) => run::verify(args).await,
-        Command::Replay { .. } | Command::Soak(_) | Command::Report { .. } => {
+        Command::Report { run_dir } => report::report(&run_dir),
+        Command::Replay { .. } | Command::Soak(_) => {
             Err(crate::error::Error::Usage("not implemented yet".into()))
         }
     }
