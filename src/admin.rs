@@ -216,6 +216,26 @@ impl Admin {
         }
     }
 
+    /// Create a durable subscription at the earliest message (it holds every message of the
+    /// topic: without a subscription or a retention policy the broker may delete ledgers that
+    /// nobody needs). On a partitioned topic it is created on every partition.
+    pub async fn create_subscription(&self, topic: &str, name: &str) -> Result<(), AdminError> {
+        let path = format!("/admin/v2/{}/subscription/{name}", topic_path(topic));
+        let body = r#"{"ledgerId":-1,"entryId":-1,"partitionIndex":-1}"#.to_string();
+        match self.call("PUT", &path, Some(body)).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.status() == Some(409) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The subscriptions of a topic.
+    pub async fn subscriptions(&self, topic: &str) -> Result<Vec<String>, AdminError> {
+        let path = format!("/admin/v2/{}/subscriptions", topic_path(topic));
+        let text = self.call("GET", &path, None).await?;
+        self.decode(&path, &text)
+    }
+
     /// The broker that serves `topic` (a partition name for a partition).
     pub async fn lookup(&self, topic: &str) -> Result<Lookup, AdminError> {
         let path = format!("/lookup/v2/topic/{}", topic_path(topic));

@@ -24,6 +24,9 @@ use crate::rundir::{now_ms, RunDir, RunInfo};
 use crate::scenario::{ClusterSpec, Guard, Scenario, Topology, GUARD_WAIT};
 use crate::workload::{self, Producer, Stats};
 
+/// The durable subscription that holds the workload topic's messages until the read-back.
+pub const RETAIN_SUBSCRIPTION: &str = "pulsar-chaos-retain";
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct Request {

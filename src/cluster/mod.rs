@@ -323,6 +323,8 @@ impl Cluster {
             ("transactionCoordinatorEnabled", "true".into()),
             ("systemTopicEnabled", "true".into()),
             ("brokerDeleteInactiveTopicsEnabled", "false".into()),
+            ("defaultRetentionTimeInMinutes", "-1".into()),
+            ("defaultRetentionSizeInMB", "-1".into()),
             ("brokerShutdownTimeoutMs", "5000".into()),
             // The standalone's bookie reads its settings from this file too. A killed
             // container keeps what was written to the OS; only a host crash would lose it.
@@ -484,6 +486,8 @@ impl Cluster {
                 ("managedLedgerDefaultWriteQuorum", ensemble.to_string()),
                 ("managedLedgerDefaultAckQuorum", ensemble.to_string()),
                 ("brokerDeleteInactiveTopicsEnabled", "false".into()),
+                ("defaultRetentionTimeInMinutes", "-1".into()),
+                ("defaultRetentionSizeInMB", "-1".into()),
                 ("loadBalancerSheddingEnabled", "false".into()),
                 ("brokerShutdownTimeoutMs", "5000".into()),
             ]));

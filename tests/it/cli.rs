@@ -16,18 +16,46 @@ const GOOD: &str = "name: t\ncluster: { topology: standalone }\nworkload:\n  top
 fn bad_scenarios_exit_2_with_file_line_and_column() {
     let dir = tmpdir("bad-scenarios");
     let cases = [
-        ("unknown-key.yaml", GOOD.replace("  txn_size: 10\n", "  txn_size: 10\n  colour: blue\n"), "unknown-key.yaml:7:3", "unknown field `colour`"),
-        ("wrong-type.yaml", GOOD.replace("messages: 100", "messages: many"), "wrong-type.yaml:5:", "invalid type"),
-        ("negative.yaml", GOOD.replace("messages: 100", "messages: -3"), "negative.yaml:5:", "integer `-3`, expected u64"),
-        ("txn-size-zero.yaml", GOOD.replace("txn_size: 10", "txn_size: 0"), "txn-size-zero.yaml:6:3", "txn_size: must be at least 1"),
-        ("malformed.yaml", "name: t\nworkload: [\n".to_string(), "malformed.yaml:", ""),
+        (
+            "unknown-key.yaml",
+            GOOD.replace("  txn_size: 10\n", "  txn_size: 10\n  colour: blue\n"),
+            "unknown-key.yaml:7:3",
+            "unknown field `colour`",
+        ),
+        (
+            "wrong-type.yaml",
+            GOOD.replace("messages: 100", "messages: many"),
+            "wrong-type.yaml:5:",
+            "invalid type",
+        ),
+        (
+            "negative.yaml",
+            GOOD.replace("messages: 100", "messages: -3"),
+            "negative.yaml:5:",
+            "integer `-3`, expected u64",
+        ),
+        (
+            "txn-size-zero.yaml",
+            GOOD.replace("txn_size: 10", "txn_size: 0"),
+            "txn-size-zero.yaml:6:3",
+            "txn_size: must be at least 1",
+        ),
+        (
+            "malformed.yaml",
+            "name: t\nworkload: [\n".to_string(),
+            "malformed.yaml:",
+            "",
+        ),
     ];
     for (name, body, location, message) in cases {
         let p = write(&dir, name, &body);
         for cmd in ["validate", "run", "plan"] {
             let o = run(&[cmd, p.to_str().unwrap()]);
             let t = assert_clean_failure(&o, 2);
-            assert!(t.contains(location), "{cmd} {name}: {location:?} not in {t}");
+            assert!(
+                t.contains(location),
+                "{cmd} {name}: {location:?} not in {t}"
+            );
             assert!(t.contains(message), "{cmd} {name}: {message:?} not in {t}");
         }
     }
@@ -59,7 +87,10 @@ fn docker_socket_missing_is_an_infrastructure_failure() {
         .output()
         .unwrap();
     let t = assert_clean_failure(&o, 3);
-    assert!(t.contains("cannot reach the Docker engine at unix:///nonexistent/docker.sock"), "{t}");
+    assert!(
+        t.contains("cannot reach the Docker engine at unix:///nonexistent/docker.sock"),
+        "{t}"
+    );
     assert!(t.contains("Is dockerd running"), "{t}");
 }
 

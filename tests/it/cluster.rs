@@ -17,18 +17,25 @@ fn standalone_comes_up_restarts_and_leaves_nothing() {
         let c = &tc.cluster;
         let admin = Admin::new(&c.admin_url);
         let stats = admin.coordinator_stats().await.unwrap();
-        assert!(!stats.is_empty() && stats.values().all(|s| s.state == "Ready"), "{stats:?}");
+        assert!(
+            !stats.is_empty() && stats.values().all(|s| s.state == "Ready"),
+            "{stats:?}"
+        );
         let node = c.nodes_of(Role::Standalone)[0].clone();
 
         // Graceful restart, then kill: ready again each time.
         c.stop(&node, STOP_TIMEOUT).await.unwrap();
         assert!(!c.is_running(&node).await.unwrap());
         c.start(&node).await.unwrap();
-        pulsar_chaos::ready::wait_ready(c, Duration::from_secs(300)).await.expect("ready after a graceful restart");
+        pulsar_chaos::ready::wait_ready(c, Duration::from_secs(300))
+            .await
+            .expect("ready after a graceful restart");
         c.kill(&node).await.unwrap();
         assert!(!c.is_running(&node).await.unwrap());
         c.start(&node).await.unwrap();
-        pulsar_chaos::ready::wait_ready(c, Duration::from_secs(300)).await.expect("ready after a kill");
+        pulsar_chaos::ready::wait_ready(c, Duration::from_secs(300))
+            .await
+            .expect("ready after a kill");
 
         let run_id = tc.run_id();
         let removed = c.down().await.unwrap();
@@ -45,21 +52,43 @@ fn two_brokers_serve_and_a_topic_moves_when_its_owner_dies() {
         let brokers = c.brokers();
         assert_eq!(brokers.len(), 2);
         for b in &brokers {
-            Admin::new(&b.admin_url).broker_ready().await.unwrap_or_else(|e| panic!("broker-{} serves: {e}", b.index));
+            Admin::new(&b.admin_url)
+                .broker_ready()
+                .await
+                .unwrap_or_else(|e| panic!("broker-{} serves: {e}", b.index));
         }
         // Load a topic by producing to it, then find its owner.
         let topic = format!("persistent://public/default/owner-{}", rand_id());
         let client = pulsar_chaos::txn::Client::new(&c.service_url, Duration::from_secs(10));
-        let p = pulsar_chaos::txn::producer::PartitionProducer::new(client.clone(), &topic, "owner-test", false);
-        p.send(None, b"1".to_vec(), Duration::from_secs(10)).await.unwrap();
+        let p = pulsar_chaos::txn::producer::PartitionProducer::new(
+            client.clone(),
+            &topic,
+            "owner-test",
+            false,
+        );
+        p.send(None, b"1".to_vec(), Duration::from_secs(10))
+            .await
+            .unwrap();
         let admin1 = Admin::new(&brokers[0].admin_url);
         let owner_url = admin1.lookup(&topic).await.unwrap().broker_url;
-        let owner = c.broker_by_url(&owner_url).expect("the owner is one of ours");
-        let other = brokers.iter().find(|b| b.index != owner.index).unwrap().clone();
+        let owner = c
+            .broker_by_url(&owner_url)
+            .expect("the owner is one of ours");
+        let other = brokers
+            .iter()
+            .find(|b| b.index != owner.index)
+            .unwrap()
+            .clone();
 
         // The coordinator's owner resolves too.
-        let tc_owner = admin1.lookup(&format!("{TC_ASSIGN_TOPIC}-partition-0")).await.unwrap();
-        assert!(c.broker_by_url(&tc_owner.broker_url).is_some(), "{tc_owner:?}");
+        let tc_owner = admin1
+            .lookup(&format!("{TC_ASSIGN_TOPIC}-partition-0"))
+            .await
+            .unwrap();
+        assert!(
+            c.broker_by_url(&tc_owner.broker_url).is_some(),
+            "{tc_owner:?}"
+        );
 
         c.kill(&owner.node).await.unwrap();
         let survivor = Admin::new(&other.admin_url);
@@ -72,7 +101,11 @@ fn two_brokers_serve_and_a_topic_moves_when_its_owner_dies() {
                     break;
                 }
             }
-            assert!(Instant::now() < deadline, "the topic never moved to broker-{}", other.index);
+            assert!(
+                Instant::now() < deadline,
+                "the topic never moved to broker-{}",
+                other.index
+            );
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
         client.close_all().await;
@@ -105,8 +138,16 @@ fn packet_loss_hurts_and_is_gone_after_heal() {
         let (before, _) = probe(&admin, 20).await;
         assert_eq!(before, 0, "probes fail before any fault");
 
-        let tools = pulsar_chaos::cluster::image::tools_image(c.engine(), &c.image).await.unwrap();
-        let nem = pulsar_chaos::nemesis::Nemesis::new(c.clone(), Admin::new(&c.admin_url), tools, "persistent://public/default/x".into(), 1);
+        let tools = pulsar_chaos::cluster::image::tools_image(c.engine(), &c.image)
+            .await
+            .unwrap();
+        let nem = pulsar_chaos::nemesis::Nemesis::new(
+            c.clone(),
+            Admin::new(&c.admin_url),
+            tools,
+            "persistent://public/default/x".into(),
+            1,
+        );
         let f = PlannedFault {
             id: 0,
             name: "loss#1".into(),
@@ -115,12 +156,18 @@ fn packet_loss_hurts_and_is_gone_after_heal() {
             trigger: Trigger::AtMs(0),
             guard: None,
             target: PlannedTarget::Broker { index: 1 },
-            kind: FaultKind::PacketLoss { percent: 80, duration: Duration::from_secs(10) },
+            kind: FaultKind::PacketLoss {
+                percent: 80,
+                duration: Duration::from_secs(10),
+            },
         };
         let applied = nem.inject(&f).await.expect("packet loss applies");
         assert!(applied.detail.contains("method: "), "{}", applied.detail);
         let (during, slowest) = probe(&admin, 20).await;
-        assert!(during >= 5 || slowest > Duration::from_millis(1000), "80% loss had no effect: {during} failures, slowest {slowest:?}");
+        assert!(
+            during >= 5 || slowest > Duration::from_millis(1000),
+            "80% loss had no effect: {during} failures, slowest {slowest:?}"
+        );
         nem.heal(&f, &applied).await.expect("heal");
         let (after, _) = probe(&admin, 20).await;
         assert_eq!(after, 0, "probes still fail after the heal");
@@ -141,7 +188,16 @@ fn clean_removes_what_a_killed_run_left() {
         ),
     );
     let mut child = std::process::Command::new(BIN)
-        .args(["run", scenario.to_str().unwrap(), "--seed", "1", "--out", dir.to_str().unwrap(), "--progress", "none"])
+        .args([
+            "run",
+            scenario.to_str().unwrap(),
+            "--seed",
+            "1",
+            "--out",
+            dir.to_str().unwrap(),
+            "--progress",
+            "none",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -153,7 +209,11 @@ fn clean_removes_what_a_killed_run_left() {
             .unwrap()
             .flatten()
             .map(|e| e.path().join("history.jsonl"))
-            .find(|h| std::fs::read_to_string(h).map(|t| t.contains("txn_outcome")).unwrap_or(false));
+            .find(|h| {
+                std::fs::read_to_string(h)
+                    .map(|t| t.contains("txn_outcome"))
+                    .unwrap_or(false)
+            });
         if let Some(h) = found {
             break h;
         }
@@ -161,12 +221,18 @@ fn clean_removes_what_a_killed_run_left() {
         assert!(child.try_wait().unwrap().is_none(), "the run exited early");
         std::thread::sleep(Duration::from_millis(200));
     };
-    let run_json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(history.parent().unwrap().join("run.json")).unwrap()).unwrap();
+    let run_json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(history.parent().unwrap().join("run.json")).unwrap(),
+    )
+    .unwrap();
     let run_id = run_json["run_id"].as_str().unwrap().to_string();
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.wait();
     let before = rt().block_on(leftovers(&run_id));
-    assert!(before.0 >= 1, "the killed run left no container: {before:?}");
+    assert!(
+        before.0 >= 1,
+        "the killed run left no container: {before:?}"
+    );
 
     let o = run(&["clean"]);
     let t = text(&o);

@@ -29,22 +29,36 @@ pub fn tmpdir(name: &str) -> PathBuf {
 
 /// A TCP port nobody listens on now.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// Two distinct free ports.
 pub fn free_ports() -> (u16, u16) {
     let a = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let b = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    (a.local_addr().unwrap().port(), b.local_addr().unwrap().port())
+    (
+        a.local_addr().unwrap().port(),
+        b.local_addr().unwrap().port(),
+    )
 }
 
 pub fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("the binary runs")
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("the binary runs")
 }
 
 pub fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -60,7 +74,10 @@ pub fn standalone_cluster_yaml() -> String {
 }
 
 pub fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 /// A cluster started through the library; removed (by label) when dropped.
@@ -71,7 +88,9 @@ pub struct TestCluster {
 impl TestCluster {
     pub async fn start(topology: Topology, brokers: u32, bookies: u32) -> TestCluster {
         let engine = Engine::connect().await.expect("Docker is reachable");
-        let (img, _) = image::resolve(&engine, None).await.expect("an image (run `pulsar-chaos image build`)");
+        let (img, _) = image::resolve(&engine, None)
+            .await
+            .expect("an image (run `pulsar-chaos image build`)");
         let (bp, hp) = free_ports();
         let spec = DockerCluster {
             topology,
@@ -84,7 +103,9 @@ impl TestCluster {
             ready_timeout: Duration::from_secs(300),
         };
         let run_id = format!("t{:07x}", rand_id());
-        let cluster = Cluster::up(engine, &spec, &run_id, &img, false).await.expect("cluster starts");
+        let cluster = Cluster::up(engine, &spec, &run_id, &img, false)
+            .await
+            .expect("cluster starts");
         let tc = TestCluster {
             cluster: std::sync::Arc::new(cluster),
         };
@@ -101,13 +122,19 @@ impl TestCluster {
 
 impl Drop for TestCluster {
     fn drop(&mut self) {
-        let _ = Command::new(BIN).args(["cluster", "down", "--run", &self.cluster.run_id]).output();
+        let _ = Command::new(BIN)
+            .args(["cluster", "down", "--run", &self.cluster.run_id])
+            .output();
     }
 }
 
 pub fn rand_id() -> u32 {
-    let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
-    (pulsar_chaos::seed::Rng::new(n ^ u64::from(std::process::id())).next_u64() & 0x0fff_ffff) as u32
+    let n = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    (pulsar_chaos::seed::Rng::new(n ^ u64::from(std::process::id())).next_u64() & 0x0fff_ffff)
+        as u32
 }
 
 /// Containers, networks and volumes still labelled with `run_id`.
@@ -125,14 +152,23 @@ pub async fn leftovers(run_id: &str) -> (usize, usize, usize) {
 /// harness's): every payload, in order of arrival.
 pub async fn independent_readback(service_url: &str, topic: &str) -> Vec<Vec<u8>> {
     use futures::TryStreamExt;
-    use pulsar::{consumer::InitialPosition, Consumer, ConsumerOptions, Pulsar, SubType, TokioExecutor};
-    let pulsar: Pulsar<TokioExecutor> = Pulsar::builder(service_url, TokioExecutor).build().await.unwrap();
+    use pulsar::{
+        consumer::InitialPosition, Consumer, ConsumerOptions, Pulsar, SubType, TokioExecutor,
+    };
+    let pulsar: Pulsar<TokioExecutor> = Pulsar::builder(service_url, TokioExecutor)
+        .build()
+        .await
+        .unwrap();
     let mut consumer: Consumer<Vec<u8>, TokioExecutor> = pulsar
         .consumer()
         .with_topic(topic)
         .with_subscription(format!("independent-{}", rand_id()))
         .with_subscription_type(SubType::Exclusive)
-        .with_options(ConsumerOptions::default().durable(false).with_initial_position(InitialPosition::Earliest))
+        .with_options(
+            ConsumerOptions::default()
+                .durable(false)
+                .with_initial_position(InitialPosition::Earliest),
+        )
         .build()
         .await
         .unwrap();
@@ -140,7 +176,12 @@ pub async fn independent_readback(service_url: &str, topic: &str) -> Vec<Vec<u8>
     let mut remaining: std::collections::HashMap<i32, (u64, u64, i32)> = last
         .iter()
         .filter(|id| id.ledger_id != u64::MAX)
-        .map(|id| (id.partition.unwrap_or(-1), (id.ledger_id, id.entry_id, id.batch_index.unwrap_or(-1))))
+        .map(|id| {
+            (
+                id.partition.unwrap_or(-1),
+                (id.ledger_id, id.entry_id, id.batch_index.unwrap_or(-1)),
+            )
+        })
         .collect();
     let mut out = Vec::new();
     while !remaining.is_empty() {

@@ -17,7 +17,17 @@ fn a_hundred_thousand_numbers_pass_and_an_independent_read_agrees() {
             standalone_cluster_yaml()
         ),
     );
-    let o = run(&["run", scenario.to_str().unwrap(), "--seed", "11", "--out", dir.to_str().unwrap(), "--keep-cluster", "--progress", "none"]);
+    let o = run(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--seed",
+        "11",
+        "--out",
+        dir.to_str().unwrap(),
+        "--keep-cluster",
+        "--progress",
+        "none",
+    ]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     let run_dir = run_dir_of(&t);
@@ -25,13 +35,21 @@ fn a_hundred_thousand_numbers_pass_and_an_independent_read_agrees() {
     assert_eq!(v["status"], "pass", "{v}");
     assert_eq!(v["expected"], 100000);
     assert_eq!(v["received"], 100000);
-    let info: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
     let run_id = info["run_id"].as_str().unwrap().to_string();
     // The journal is empty after a clean finish.
-    let left: Vec<_> = std::fs::read_dir(run_dir.join("journal")).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("txn-")).collect();
+    let left: Vec<_> = std::fs::read_dir(run_dir.join("journal"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("txn-"))
+        .collect();
     assert!(left.is_empty(), "journal entries left: {left:?}");
     // An independent client reads the same.
-    let payloads = rt().block_on(independent_readback(info["service_url"].as_str().unwrap(), info["topic"].as_str().unwrap()));
+    let payloads = rt().block_on(independent_readback(
+        info["service_url"].as_str().unwrap(),
+        info["topic"].as_str().unwrap(),
+    ));
     let mut got = numbers(&payloads);
     assert_eq!(got.len(), 100000);
     got.sort_unstable();
@@ -54,7 +72,16 @@ fn deliberately_aborted_transactions_stay_invisible_and_their_numbers_arrive_onc
             standalone_cluster_yaml()
         ),
     );
-    let o = run(&["run", scenario.to_str().unwrap(), "--seed", "12", "--out", dir.to_str().unwrap(), "--progress", "none"]);
+    let o = run(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--seed",
+        "12",
+        "--out",
+        dir.to_str().unwrap(),
+        "--progress",
+        "none",
+    ]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     let run_dir = run_dir_of(&t);
@@ -64,11 +91,18 @@ fn deliberately_aborted_transactions_stay_invisible_and_their_numbers_arrive_onc
     let h = history(&run_dir);
     let deliberate: Vec<_> = h
         .iter()
-        .filter(|e| e["event"] == "txn_outcome" && e["outcome"] == "aborted" && e["detail"].as_str().unwrap_or("").contains("abort_every"))
+        .filter(|e| {
+            e["event"] == "txn_outcome"
+                && e["outcome"] == "aborted"
+                && e["detail"].as_str().unwrap_or("").contains("abort_every")
+        })
         .collect();
     // 7000 / 50 = 140 chunks; every 7th: 20.
     assert_eq!(deliberate.len(), 20, "{deliberate:?}");
-    let resent = h.iter().filter(|e| e["event"] == "txn_opened" && !e["resend_of"].is_null()).count();
+    let resent = h
+        .iter()
+        .filter(|e| e["event"] == "txn_opened" && !e["resend_of"].is_null())
+        .count();
     assert_eq!(resent, 20);
 }
 
@@ -81,14 +115,39 @@ fn verify_names_the_gap_and_the_duplicate_of_a_plain_producer() {
         // A plain (non-transactional) producer of the pulsar crate writes 0..1000 without 500,
         // with 700 twice.
         use pulsar::{producer::ProducerOptions, Pulsar, TokioExecutor};
-        let pulsar: Pulsar<TokioExecutor> = Pulsar::builder(&c.service_url, TokioExecutor).build().await.unwrap();
-        let mut producer = pulsar.producer().with_topic(&topic).with_options(ProducerOptions::default()).build().await.unwrap();
+        let pulsar: Pulsar<TokioExecutor> = Pulsar::builder(&c.service_url, TokioExecutor)
+            .build()
+            .await
+            .unwrap();
+        let mut producer = pulsar
+            .producer()
+            .with_topic(&topic)
+            .with_options(ProducerOptions::default())
+            .build()
+            .await
+            .unwrap();
         let mut values: Vec<u64> = (0..1000).filter(|n| *n != 500).collect();
         values.push(700);
         for v in values {
-            producer.send_non_blocking(v.to_string().into_bytes()).await.unwrap().await.unwrap();
+            producer
+                .send_non_blocking(v.to_string().into_bytes())
+                .await
+                .unwrap()
+                .await
+                .unwrap();
         }
-        let o = run(&["verify", "--service-url", &c.service_url, "--admin-url", &c.admin_url, "--topic", &topic, "--count", "1000", "--json"]);
+        let o = run(&[
+            "verify",
+            "--service-url",
+            &c.service_url,
+            "--admin-url",
+            &c.admin_url,
+            "--topic",
+            &topic,
+            "--count",
+            "1000",
+            "--json",
+        ]);
         let t = String::from_utf8_lossy(&o.stdout).to_string();
         assert_eq!(o.status.code(), Some(1), "{}", text(&o));
         let v: serde_json::Value = serde_json::from_str(&t).unwrap();
@@ -99,15 +158,35 @@ fn verify_names_the_gap_and_the_duplicate_of_a_plain_producer() {
         assert_eq!(v["duplicate_values"], 1);
         assert_eq!(v["duplicates"][0]["start"], 700);
         assert_eq!(v["duplicates"][0]["copies"], 2);
-        assert_eq!(v["duplicates"][0]["message_ids"]["700"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            v["duplicates"][0]["message_ids"]["700"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
         assert_eq!(v["received"], 1000);
         // A clean topic passes.
         let clean = format!("persistent://public/default/clean-{}", rand_id());
         let mut p2 = pulsar.producer().with_topic(&clean).build().await.unwrap();
         for n in 0..100u64 {
-            p2.send_non_blocking(n.to_string().into_bytes()).await.unwrap().await.unwrap();
+            p2.send_non_blocking(n.to_string().into_bytes())
+                .await
+                .unwrap()
+                .await
+                .unwrap();
         }
-        let o = run(&["verify", "--service-url", &c.service_url, "--admin-url", &c.admin_url, "--topic", &clean, "--count", "100"]);
+        let o = run(&[
+            "verify",
+            "--service-url",
+            &c.service_url,
+            "--admin-url",
+            &c.admin_url,
+            "--topic",
+            &clean,
+            "--count",
+            "100",
+        ]);
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
         assert!(text(&o).contains("PASS"), "{}", text(&o));
     });
@@ -125,7 +204,16 @@ fn a_run_killed_mid_way_resumes_without_losing_a_number() {
         ),
     );
     let mut child = std::process::Command::new(BIN)
-        .args(["run", scenario.to_str().unwrap(), "--seed", "13", "--out", dir.to_str().unwrap(), "--progress", "none"])
+        .args([
+            "run",
+            scenario.to_str().unwrap(),
+            "--seed",
+            "13",
+            "--out",
+            dir.to_str().unwrap(),
+            "--progress",
+            "none",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -133,11 +221,15 @@ fn a_run_killed_mid_way_resumes_without_losing_a_number() {
     // Kill it once a few thousand numbers are committed.
     let deadline = Instant::now() + Duration::from_secs(300);
     let run_dir = loop {
-        let found = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).find(|d| {
-            std::fs::read_to_string(d.join("history.jsonl"))
-                .map(|t| t.matches("\"outcome\":\"committed\"").count() >= 40)
-                .unwrap_or(false)
-        });
+        let found = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|d| {
+                std::fs::read_to_string(d.join("history.jsonl"))
+                    .map(|t| t.matches("\"outcome\":\"committed\"").count() >= 40)
+                    .unwrap_or(false)
+            });
         if let Some(d) = found {
             break d;
         }
@@ -147,12 +239,25 @@ fn a_run_killed_mid_way_resumes_without_losing_a_number() {
     };
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.wait();
-    let journaled = std::fs::read_dir(run_dir.join("journal")).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("txn-")).count();
+    let journaled = std::fs::read_dir(run_dir.join("journal"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("txn-"))
+        .count();
 
-    let o = run(&["run", "--resume", run_dir.to_str().unwrap(), "--progress", "none"]);
+    let o = run(&[
+        "run",
+        "--resume",
+        run_dir.to_str().unwrap(),
+        "--progress",
+        "none",
+    ]);
     let t = text(&o);
     let v = verdict(&run_dir);
-    assert_eq!(v["missing_total"], 0, "numbers lost across the resume ({journaled} journaled at the kill): {t}");
+    assert_eq!(
+        v["missing_total"], 0,
+        "numbers lost across the resume ({journaled} journaled at the kill): {t}"
+    );
     assert_eq!(v["unexpected_total"], 0, "{t}");
     // Any duplicate must come from a transaction whose outcome the killed run never learned.
     if let Some(dups) = v["duplicates"].as_array() {
@@ -160,14 +265,25 @@ fn a_run_killed_mid_way_resumes_without_losing_a_number() {
             let explanation = d["explanation"].as_str().unwrap();
             assert!(!d["attempts"].as_array().unwrap().is_empty(), "{d}");
             assert!(
-                explanation.contains("ambiguous") || explanation.contains("aborted") || explanation.contains("more than one"),
+                explanation.contains("ambiguous")
+                    || explanation.contains("aborted")
+                    || explanation.contains("more than one"),
                 "{d}"
             );
         }
     }
     assert!(matches!(o.status.code(), Some(0) | Some(1)), "{t}");
-    assert!(std::fs::read_to_string(run_dir.join("history.jsonl")).unwrap().contains("resuming: journal cursor"), "{t}");
+    assert!(
+        std::fs::read_to_string(run_dir.join("history.jsonl"))
+            .unwrap()
+            .contains("resuming: journal cursor"),
+        "{t}"
+    );
     // The cluster of the run is gone after the resumed run finished.
-    let info: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
-    assert_eq!(rt().block_on(leftovers(info["run_id"].as_str().unwrap())), (0, 0, 0));
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(
+        rt().block_on(leftovers(info["run_id"].as_str().unwrap())),
+        (0, 0, 0)
+    );
 }
