@@ -236,6 +236,20 @@ impl Admin {
         self.decode(&path, &text)
     }
 
+    /// Delete a topic (with its subscriptions), or every partition of a partitioned one.
+    pub async fn delete_topic(&self, topic: &str, partitioned: bool) -> Result<(), AdminError> {
+        let path = if partitioned {
+            format!("/admin/v2/{}/partitions?force=true", topic_path(topic))
+        } else {
+            format!("/admin/v2/{}?force=true", topic_path(topic))
+        };
+        match self.call("DELETE", &path, None).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.status() == Some(404) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The broker that serves `topic` (a partition name for a partition).
     pub async fn lookup(&self, topic: &str) -> Result<Lookup, AdminError> {
         let path = format!("/lookup/v2/topic/{}", topic_path(topic));

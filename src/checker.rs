@@ -3,7 +3,9 @@
 //!
 //! The read-back is fed one message at a time into a [`Tally`], which keeps the numbers seen as
 //! a set of ranges: memory grows with the number of gaps and duplicated stretches, not with N.
-//! In-order input takes a fast path that only extends the current run.
+//! In-order input takes a fast path that only extends the current run; numbers that arrive
+//! scattered (shuffled, or strided as partitions read one after the other) are kept in bitmaps
+//! of 64 Ki numbers that turn back into ranges as they fill.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -35,21 +37,22 @@ impl fmt::Display for MsgId {
 
 /// Parse a payload: the number in decimal ASCII at its start, optionally followed by a
 /// non-digit (padding). `None` when it does not start with a number.
+#[inline]
 pub fn parse_number(payload: &[u8]) -> Option<u64> {
+    // At most 19 digits (20 or more is refused), and 19 digits cannot overflow a u64: no
+    // checked arithmetic is needed, only a look at the 20th byte.
+    let head = &payload[..payload.len().min(20)];
     let mut v: u64 = 0;
     let mut digits = 0;
-    for &b in payload {
-        if b.is_ascii_digit() {
-            v = v.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
-            digits += 1;
-            if digits > 19 {
-                return None;
-            }
-        } else {
+    for &b in head {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
             break;
         }
+        v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+        digits += 1;
     }
-    if digits == 0 {
+    if digits == 0 || digits > 19 {
         return None;
     }
     // Leading zeros would make two payloads mean one number: refuse them.
@@ -63,14 +66,40 @@ pub fn parse_number(payload: &[u8]) -> Option<u64> {
 pub const LIST_CAP: usize = 1000;
 
 /// The streaming range check.
+///
+/// The numbers seen so far are
+/// - the current run `run_start..=run_end`, which the in-order fast path extends with one
+///   compare per number; when a number does not extend it, it is merged into the store below
+///   (the parts already there are duplicates);
+/// - the store, where each number is in exactly one place:
+///   - `seen`, a set of ranges, for everything that arrived in long enough stretches;
+///   - bitmaps of `CHUNK` numbers (`hot`, and `cold` for the others), for chunks whose
+///     numbers arrive scattered (shuffled, or strided as when partitions are read one after
+///     the other). A chunk whose bitmap fills up becomes one range of `seen` again.
+///
+/// So memory stays independent of N for in-order and for locally shuffled data, and is at most
+/// one bit per number of the chunks that are partly seen (plus the ranges of `seen`).
+///
+/// Extra copies are counted in `extra`; consecutive duplicated numbers are batched there first
+/// (`Extra::pending`) so a resent stretch costs one map update, not one per number.
 #[derive(Debug)]
 pub struct Tally {
     expected: u64,
     seen: RangeInclusiveSet<u64>,
-    /// The run being extended by the fast path, not yet in `seen`.
-    run: Option<(u64, u64)>,
-    /// Extra copies: value range -> number of copies beyond the first.
-    extra: RangeInclusiveMap<u64, u32>,
+    /// The run [run_start, run_end] being extended by the fast path, not yet in `seen`; empty
+    /// when run_start > run_end (then (1, 0), so that 1 starts it). run_end is never u64::MAX,
+    /// so run_end + 1 cannot wrap.
+    run_start: u64,
+    run_end: u64,
+    /// The chunks whose bitmaps are being filled (at most `HOT`, the most recent last).
+    hot: Vec<Bitmap>,
+    /// Other chunks kept as bitmaps (partly seen, too scattered for ranges).
+    cold: BTreeMap<u64, Bitmap>,
+    /// A zeroed bitmap buffer kept for reuse.
+    spare: Option<Box<[u64; WORDS]>>,
+    /// The chunk of the last short run that went to `seen` (see `wants_bitmap`).
+    last_short: u64,
+    extra: Extra,
     received: u64,
     unexpected: Vec<Unexpected>,
     unexpected_total: u64,
@@ -86,13 +115,203 @@ pub struct Unexpected {
     pub message_id: MsgId,
 }
 
+/// Numbers per bitmap chunk: 2^16, so a bitmap is 8 KiB.
+const CHUNK_BITS: u32 = 16;
+const CHUNK: u64 = 1 << CHUNK_BITS;
+const WORDS: usize = (CHUNK / 64) as usize;
+/// A run shorter than this inside one chunk is "scattered": a candidate for a bitmap.
+const SHORT_RUN: u64 = 256;
+/// A chunk held in `seen` in this many pieces gets a bitmap at the next short run into it; a
+/// bitmap leaving the hot slots with fewer numbers goes back to `seen` as ranges.
+const FRAGMENTS: usize = 8;
+/// Bitmaps looked up without a map (two: a shuffled window may straddle two chunks).
+const HOT: usize = 2;
+
+/// The numbers seen of one chunk, as bits.
+struct Bitmap {
+    chunk: u64,
+    count: u32,
+    words: Box<[u64; WORDS]>,
+}
+
+impl fmt::Debug for Bitmap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Bitmap {{ chunk: {}, count: {} }}",
+            self.chunk, self.count
+        )
+    }
+}
+
+impl Bitmap {
+    /// Mark [a, b] (inside this chunk) seen; the numbers already seen are duplicates.
+    /// Returns true when the chunk is now complete.
+    #[inline(always)]
+    fn mark(&mut self, a: u64, b: u64, extra: &mut Extra) -> bool {
+        if a != b {
+            return self.mark_range(a, b, extra);
+        }
+        let o = (a & (CHUNK - 1)) as usize;
+        let (w, m) = (&mut self.words[o >> 6], 1u64 << (o & 63));
+        if *w & m != 0 {
+            extra.mark(a, a);
+            return false;
+        }
+        *w |= m;
+        self.count += 1;
+        self.count == CHUNK as u32
+    }
+
+    #[inline(never)]
+    fn mark_range(&mut self, a: u64, b: u64, extra: &mut Extra) -> bool {
+        let base = self.chunk << CHUNK_BITS;
+        let (oa, ob) = ((a - base) as usize, (b - base) as usize);
+        for wi in oa >> 6..=ob >> 6 {
+            let lo = if wi == oa >> 6 { oa & 63 } else { 0 };
+            let hi = if wi == ob >> 6 { ob & 63 } else { 63 };
+            let mask = (u64::MAX >> (63 - hi)) & (u64::MAX << lo);
+            let w = &mut self.words[wi];
+            let mut dup = *w & mask;
+            self.count += (mask & !*w).count_ones();
+            *w |= mask;
+            let word_base = base + (wi as u64) * 64;
+            while dup != 0 {
+                let t = dup.trailing_zeros();
+                let len = (!(dup >> t)).trailing_zeros();
+                extra.mark(word_base + u64::from(t), word_base + u64::from(t + len - 1));
+                dup &= if t + len >= 64 {
+                    0
+                } else {
+                    u64::MAX << (t + len)
+                };
+            }
+        }
+        self.count == CHUNK as u32
+    }
+
+    /// The runs of set bits, in order, as inclusive ranges.
+    fn runs(&self) -> BitRuns<'_> {
+        BitRuns {
+            words: &self.words[..],
+            base: self.chunk << CHUNK_BITS,
+            pos: 0,
+        }
+    }
+}
+
+/// Iterator over the runs of set bits of a bitmap.
+struct BitRuns<'a> {
+    words: &'a [u64],
+    base: u64,
+    /// The next bit to look at.
+    pos: usize,
+}
+
+impl BitRuns<'_> {
+    /// The first bit at or after `from` whose value is `one`, or the bitmap's length.
+    fn seek(&self, from: usize, one: bool) -> usize {
+        let total = self.words.len() * 64;
+        let mut wi = from >> 6;
+        if wi >= self.words.len() {
+            return total;
+        }
+        let flip = if one { 0 } else { u64::MAX };
+        let mut w = (self.words[wi] ^ flip) & (u64::MAX << (from & 63));
+        loop {
+            if w != 0 {
+                return wi * 64 + w.trailing_zeros() as usize;
+            }
+            wi += 1;
+            if wi == self.words.len() {
+                return total;
+            }
+            w = self.words[wi] ^ flip;
+        }
+    }
+}
+
+impl Iterator for BitRuns<'_> {
+    type Item = (u64, u64);
+
+    fn next(&mut self) -> Option<(u64, u64)> {
+        let start = self.seek(self.pos, true);
+        if start >= self.words.len() * 64 {
+            self.pos = start;
+            return None;
+        }
+        let end = self.seek(start, false);
+        self.pos = end;
+        Some((self.base + start as u64, self.base + end as u64 - 1))
+    }
+}
+
+/// Extra copies: value range -> number of copies beyond the first, with the stretch of
+/// consecutive single extra copies not yet added.
+#[derive(Debug, Default)]
+struct Extra {
+    map: RangeInclusiveMap<u64, u32>,
+    pending: Option<(u64, u64)>,
+}
+
+impl Extra {
+    /// One more copy of every value in [a, b].
+    #[inline]
+    fn mark(&mut self, a: u64, b: u64) {
+        if let Some((_, pb)) = &mut self.pending {
+            if *pb != u64::MAX && a == *pb + 1 {
+                *pb = b;
+                return;
+            }
+        }
+        if let Some((pa, pb)) = self.pending.replace((a, b)) {
+            self.add(pa, pb);
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some((a, b)) = self.pending.take() {
+            self.add(a, b);
+        }
+    }
+
+    /// One more copy of every value in [a, b], into the map.
+    #[cold]
+    fn add(&mut self, a: u64, b: u64) {
+        let existing: Vec<(u64, u64, u32)> = self
+            .map
+            .overlapping(&(a..=b))
+            .map(|(r, c)| ((*r.start()).max(a), (*r.end()).min(b), *c))
+            .collect();
+        let mut cursor = a;
+        for (s, e, c) in existing {
+            if s > cursor {
+                self.map.insert(cursor..=s - 1, 1);
+            }
+            self.map.insert(s..=e, c + 1);
+            cursor = e.saturating_add(1);
+            if e == u64::MAX {
+                return;
+            }
+        }
+        if cursor <= b {
+            self.map.insert(cursor..=b, 1);
+        }
+    }
+}
+
 impl Tally {
     pub fn new(expected: u64) -> Tally {
         Tally {
             expected,
             seen: RangeInclusiveSet::new(),
-            run: None,
-            extra: RangeInclusiveMap::new(),
+            run_start: 1,
+            run_end: 0,
+            hot: Vec::with_capacity(HOT),
+            cold: BTreeMap::new(),
+            spare: None,
+            last_short: u64::MAX,
+            extra: Extra::default(),
             received: 0,
             unexpected: Vec::new(),
             unexpected_total: 0,
@@ -104,18 +323,21 @@ impl Tally {
     pub fn observe(&mut self, payload: &[u8], id: MsgId) {
         match parse_number(payload) {
             Some(v) if v < self.expected => self.observe_value(v),
-            value => {
-                self.received += 1;
-                self.unexpected_total += 1;
-                if self.unexpected.len() < LIST_CAP {
-                    let n = payload.len().min(32);
-                    self.unexpected.push(Unexpected {
-                        value,
-                        payload_prefix: String::from_utf8_lossy(&payload[..n]).into_owned(),
-                        message_id: id,
-                    });
-                }
-            }
+            value => self.observe_unexpected(payload, id, value),
+        }
+    }
+
+    #[cold]
+    fn observe_unexpected(&mut self, payload: &[u8], id: MsgId, value: Option<u64>) {
+        self.received += 1;
+        self.unexpected_total += 1;
+        if self.unexpected.len() < LIST_CAP {
+            let n = payload.len().min(32);
+            self.unexpected.push(Unexpected {
+                value,
+                payload_prefix: String::from_utf8_lossy(&payload[..n]).into_owned(),
+                message_id: id,
+            });
         }
     }
 
@@ -123,57 +345,201 @@ impl Tally {
     #[inline]
     pub fn observe_value(&mut self, v: u64) {
         self.received += 1;
-        if let Some((s, e)) = &mut self.run {
-            if v == *e + 1 {
-                *e = v;
-                return;
-            }
-            let (s, e) = (*s, *e);
+        if v == self.run_end + 1 {
+            self.run_end = v;
+            return;
+        }
+        self.observe_off_run(v);
+    }
+
+    /// `v` does not extend the current run. Kept out of line so that the in-order fast path
+    /// above stays small enough to be inlined into the caller's loop.
+    #[inline(never)]
+    fn observe_off_run(&mut self, v: u64) {
+        let (s, e) = (self.run_start, self.run_end);
+        if s <= e {
             if v >= s && v <= e {
                 // A copy of a number in the current run.
-                self.add_extra(v, v);
+                self.extra.mark(v, v);
                 return;
             }
             self.flush_run(s, e);
         }
-        self.run = Some((v, v));
-    }
-
-    fn flush_run(&mut self, s: u64, e: u64) {
-        // Parts of [s, e] already seen are duplicates.
-        let overlaps: Vec<(u64, u64)> = self
-            .seen
-            .overlapping(&(s..=e))
-            .map(|r| ((*r.start()).max(s), (*r.end()).min(e)))
-            .collect();
-        for (a, b) in overlaps {
-            self.add_extra(a, b);
+        if v == u64::MAX {
+            // Not a run end (see run_end).
+            self.flush_run_slow(v, v);
+            (self.run_start, self.run_end) = (1, 0);
+        } else {
+            (self.run_start, self.run_end) = (v, v);
         }
-        self.seen.insert(s..=e);
-        self.run = None;
     }
 
-    /// One more copy of every value in [a, b].
-    fn add_extra(&mut self, a: u64, b: u64) {
-        let existing: Vec<(u64, u64, u32)> = self
-            .extra
-            .overlapping(&(a..=b))
-            .map(|(r, c)| ((*r.start()).max(a), (*r.end()).min(b), *c))
-            .collect();
-        let mut cursor = a;
-        for (s, e, c) in existing {
-            if s > cursor {
-                self.extra.insert(cursor..=s - 1, 1);
+    /// Move the run [s, e] into `seen` or the bitmaps.
+    #[inline(always)]
+    fn flush_run(&mut self, s: u64, e: u64) {
+        let c = s >> CHUNK_BITS;
+        if e >> CHUNK_BITS == c {
+            for i in 0..self.hot.len() {
+                if self.hot[i].chunk == c {
+                    if self.hot[i].mark(s, e, &mut self.extra) {
+                        self.complete_hot(i);
+                    }
+                    return;
+                }
             }
-            self.extra.insert(s..=e, c + 1);
-            cursor = e.saturating_add(1);
-            if e == u64::MAX {
+        }
+        self.flush_run_slow(s, e);
+    }
+
+    #[inline(never)]
+    fn flush_run_slow(&mut self, s: u64, e: u64) {
+        let (cs, ce) = (s >> CHUNK_BITS, e >> CHUNK_BITS);
+        if cs == ce {
+            if let Some(i) = self.hot.iter().position(|h| h.chunk == cs) {
+                if self.hot[i].mark(s, e, &mut self.extra) {
+                    self.complete_hot(i);
+                }
                 return;
             }
+            let has_bitmap = self.cold.contains_key(&cs);
+            if has_bitmap || (e - s < SHORT_RUN && self.wants_bitmap(cs)) {
+                let i = self.make_hot(cs);
+                if self.hot[i].mark(s, e, &mut self.extra) {
+                    self.complete_hot(i);
+                }
+                return;
+            }
+            if e - s < SHORT_RUN {
+                self.last_short = cs;
+            }
+            self.mark_ranges(s, e);
+            return;
         }
-        if cursor <= b {
-            self.extra.insert(cursor..=b, 1);
+        // Across chunks: the chunks with a bitmap take their part, `seen` the rest.
+        let mut chunks: Vec<u64> = self.cold.range(cs..=ce).map(|(k, _)| *k).collect();
+        chunks.extend(
+            self.hot
+                .iter()
+                .map(|h| h.chunk)
+                .filter(|c| (cs..=ce).contains(c)),
+        );
+        chunks.sort_unstable();
+        let mut cursor = s;
+        for c in chunks {
+            let lo = c << CHUNK_BITS;
+            let hi = lo | (CHUNK - 1);
+            if lo > cursor {
+                self.mark_ranges(cursor, lo - 1);
+            }
+            let (a, z) = (cursor.max(lo), e.min(hi));
+            if let Some(i) = self.hot.iter().position(|h| h.chunk == c) {
+                if self.hot[i].mark(a, z, &mut self.extra) {
+                    self.complete_hot(i);
+                }
+            } else {
+                let b = self.cold.get_mut(&c).expect("listed");
+                if b.mark(a, z, &mut self.extra) {
+                    let b = self.cold.remove(&c).expect("listed");
+                    self.retire(b);
+                }
+            }
+            if hi >= e {
+                return;
+            }
+            cursor = hi + 1;
         }
+        self.mark_ranges(cursor, e);
+    }
+
+    /// Whether a short run into chunk `c` (which has no bitmap) should give it one: the
+    /// previous short run landed in it too (unless `seen` holds all of it: that is a copy of
+    /// old data), or `seen` already holds it in many pieces (scattered arrivals).
+    fn wants_bitmap(&self, c: u64) -> bool {
+        let lo = c << CHUNK_BITS;
+        let hi = lo | (CHUNK - 1);
+        if self.last_short == c {
+            return !self.seen.get(&lo).is_some_and(|r| *r.end() >= hi);
+        }
+        self.seen
+            .overlapping(&(lo..=hi))
+            .nth(FRAGMENTS - 1)
+            .is_some()
+    }
+
+    /// [s, e] (in no chunk with a bitmap) into `seen`; the parts already there are duplicates.
+    fn mark_ranges(&mut self, s: u64, e: u64) {
+        for r in self.seen.overlapping(&(s..=e)) {
+            self.extra.mark((*r.start()).max(s), (*r.end()).min(e));
+        }
+        self.seen.insert(s..=e);
+    }
+
+    /// Hot chunk `i` is complete: it becomes a range of `seen`.
+    #[cold]
+    fn complete_hot(&mut self, i: usize) {
+        let b = self.hot.remove(i);
+        self.retire(b);
+    }
+
+    /// Give chunk `c` (not hot) a hot slot, with its bitmap (from `cold`, or built from
+    /// `seen`); the oldest hot bitmap makes room. Returns the slot.
+    fn make_hot(&mut self, c: u64) -> usize {
+        let b = match self.cold.remove(&c) {
+            Some(b) => b,
+            None => self.load(c),
+        };
+        if self.hot.len() == HOT {
+            let old = self.hot.remove(0);
+            self.retire(old);
+        }
+        self.hot.push(b);
+        self.hot.len() - 1
+    }
+
+    /// A bitmap for chunk `c`, taking the chunk's numbers out of `seen`.
+    fn load(&mut self, c: u64) -> Bitmap {
+        let words = self.spare.take().unwrap_or_else(|| Box::new([0u64; WORDS]));
+        let mut b = Bitmap {
+            chunk: c,
+            count: 0,
+            words,
+        };
+        let lo = c << CHUNK_BITS;
+        let hi = lo | (CHUNK - 1);
+        let present: Vec<(u64, u64)> = self
+            .seen
+            .overlapping(&(lo..=hi))
+            .map(|r| ((*r.start()).max(lo), (*r.end()).min(hi)))
+            .collect();
+        if !present.is_empty() {
+            let mut none = Extra::default();
+            for (a, z) in present {
+                b.mark(a, z, &mut none);
+            }
+            debug_assert!(none.pending.is_none());
+            self.seen.remove(lo..=hi);
+        }
+        b
+    }
+
+    /// A bitmap leaves the hot slots (or fills up): complete or sparse ones go back to `seen`
+    /// as ranges, others to `cold`.
+    fn retire(&mut self, b: Bitmap) {
+        if b.count as usize >= FRAGMENTS && b.count < CHUNK as u32 {
+            self.cold.insert(b.chunk, b);
+            return;
+        }
+        if b.count == CHUNK as u32 {
+            let lo = b.chunk << CHUNK_BITS;
+            self.seen.insert(lo..=lo | (CHUNK - 1));
+        } else {
+            for (a, z) in b.runs() {
+                self.seen.insert(a..=z);
+            }
+        }
+        let mut words = b.words;
+        words.fill(0);
+        self.spare = Some(words);
     }
 
     /// Messages counted so far.
@@ -183,27 +549,71 @@ impl Tally {
 
     /// The anomalies found. Consumes the tally.
     pub fn finish(mut self) -> Findings {
-        if let Some((s, e)) = self.run.take() {
-            self.flush_run(s, e);
+        if self.run_start <= self.run_end {
+            self.flush_run(self.run_start, self.run_end);
         }
+        self.extra.flush();
+
+        // The numbers seen, in order, coalesced: `seen` merged with the bitmaps' runs.
+        let mut bitmaps: Vec<&Bitmap> = self.cold.values().chain(self.hot.iter()).collect();
+        bitmaps.sort_unstable_by_key(|b| b.chunk);
+        let mut from_bits = bitmaps.into_iter().flat_map(|b| b.runs()).peekable();
+        let mut from_ranges = self.seen.iter().map(|r| (*r.start(), *r.end())).peekable();
+        let mut next_seen = || match (from_ranges.peek(), from_bits.peek()) {
+            (Some(r), Some(b)) if b.0 < r.0 => from_bits.next(),
+            (Some(_), _) => from_ranges.next(),
+            (None, _) => from_bits.next(),
+        };
+
         let mut missing = Vec::new();
         let mut missing_total = 0;
-        if self.expected > 0 {
-            for gap in self.seen.gaps(&(0..=self.expected - 1)) {
-                let (s, e) = (*gap.start(), *gap.end());
-                missing_total += e - s + 1;
-                if missing.len() < LIST_CAP {
-                    missing.push(Span {
-                        start: s,
-                        end: e + 1,
-                    });
-                }
+        let mut distinct = 0;
+        // The first number not yet known to be seen or missing.
+        let mut cursor = 0u64;
+        let mut gap = |a: u64, b: u64, missing_total: &mut u64| {
+            *missing_total += b - a + 1;
+            if missing.len() < LIST_CAP {
+                missing.push(Span {
+                    start: a,
+                    end: b + 1,
+                });
             }
+        };
+        let mut current: Option<(u64, u64)> = None;
+        let mut done = false;
+        while !done {
+            // Coalesce touching pieces into one range before using it.
+            let piece = next_seen();
+            let range = match (current, piece) {
+                (Some((a, b)), Some((c, d))) if b != u64::MAX && c == b + 1 => {
+                    current = Some((a, d));
+                    continue;
+                }
+                (cur, Some(p)) => {
+                    current = Some(p);
+                    cur
+                }
+                (cur, None) => {
+                    done = true;
+                    current = None;
+                    cur
+                }
+            };
+            let Some((a, b)) = range else { continue };
+            distinct += b - a + 1;
+            if a > cursor && cursor < self.expected {
+                gap(cursor, (a - 1).min(self.expected - 1), &mut missing_total);
+            }
+            cursor = cursor.max(b.saturating_add(1));
         }
+        if cursor < self.expected {
+            gap(cursor, self.expected - 1, &mut missing_total);
+        }
+
         let mut duplicates = Vec::new();
         let mut duplicate_values = 0;
         let mut duplicate_copies = 0;
-        for (r, c) in self.extra.iter() {
+        for (r, c) in self.extra.map.iter() {
             let n = r.end() - r.start() + 1;
             duplicate_values += n;
             duplicate_copies += n * u64::from(*c);
@@ -215,7 +625,6 @@ impl Tally {
                 });
             }
         }
-        let distinct = self.seen.iter().map(|r| r.end() - r.start() + 1).sum();
         Findings {
             expected: self.expected,
             received: self.received,
@@ -330,6 +739,9 @@ pub struct AttemptRecord {
     pub txn: TxnId,
     pub numbers: Vec<(u64, u64)>,
     pub opened_ms: u64,
+    /// When the producer first learned an outcome (committed, aborted or ambiguous).
+    #[serde(default)]
+    pub outcome_ms: Option<u64>,
     /// When the last outcome (or resolution) was learned.
     pub ended_ms: Option<u64>,
     /// What the producer was told (None: the run ended before it learned anything).
@@ -369,6 +781,13 @@ pub struct FaultRecord {
     /// From the last commit confirmed before the fault to the first one after its heal.
     pub commit_gap_ms: Option<u64>,
     pub heal_ok: bool,
+    /// False when the injection failed (see the history's `fault_failed`).
+    #[serde(default = "yes")]
+    pub applied: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The producer's side, summed from the history.
@@ -404,6 +823,9 @@ pub struct Verdict {
     pub unexpected: Vec<Unexpected>,
     /// Why the verdict is inconclusive (empty otherwise).
     pub reasons: Vec<String>,
+    /// What the reader should know that does not change the status (e.g. unreadable history).
+    #[serde(default)]
+    pub notes: Vec<String>,
     pub producer: Option<ProducerSummary>,
     pub attempts: Vec<AttemptRecord>,
     pub faults: Vec<FaultRecord>,
@@ -438,7 +860,33 @@ struct HistoryView {
     faults: Vec<FaultRecord>,
     producer: ProducerSummary,
     saw_producer: bool,
-    commits_ms: Vec<u64>,
+    /// For each fault (same index as `faults`): the last commit seen before it started.
+    commit_before: Vec<Option<u64>>,
+    /// Faults healed whose first commit after the heal is not seen yet.
+    awaiting_recovery: Vec<usize>,
+    last_commit: Option<u64>,
+    /// History lines that could not be read, and the first error.
+    unreadable: u64,
+    first_error: Option<String>,
+}
+
+impl HistoryView {
+    fn commit_at(&mut self, t: u64) {
+        self.last_commit = Some(self.last_commit.map_or(t, |c| c.max(t)));
+        let faults = &mut self.faults;
+        let before = &self.commit_before;
+        self.awaiting_recovery.retain(|&i| {
+            let f = &mut faults[i];
+            match f.healed_ms {
+                Some(h) if t >= h => {
+                    f.recovery_ms = Some(t - h);
+                    f.commit_gap_ms = before[i].map(|b| t.saturating_sub(b));
+                    false
+                }
+                _ => true,
+            }
+        });
+    }
 }
 
 fn intersects(numbers: &[(u64, u64)], anomalies: &RangeInclusiveSet<u64>) -> bool {
@@ -447,13 +895,24 @@ fn intersects(numbers: &[(u64, u64)], anomalies: &RangeInclusiveSet<u64>) -> boo
         .any(|(s, e)| *e > *s && anomalies.overlaps(&(*s..=*e - 1)))
 }
 
-fn scan_history<I: IntoIterator<Item = Event>>(
-    events: I,
-    anomalies: &RangeInclusiveSet<u64>,
-) -> HistoryView {
+fn scan_history<I, E>(events: I, anomalies: &RangeInclusiveSet<u64>) -> HistoryView
+where
+    I: IntoIterator<Item = Result<Event, E>>,
+    E: fmt::Display,
+{
     let mut v = HistoryView::default();
     let mut open_faults: HashMap<String, usize> = HashMap::new();
     for ev in events {
+        let ev = match ev {
+            Ok(ev) => ev,
+            Err(e) => {
+                v.unreadable += 1;
+                if v.first_error.is_none() {
+                    v.first_error = Some(e.to_string());
+                }
+                continue;
+            }
+        };
         let t = ev.t_ms;
         match ev.body {
             EventBody::TxnOpened {
@@ -471,6 +930,7 @@ fn scan_history<I: IntoIterator<Item = Event>>(
                             txn,
                             numbers,
                             opened_ms: t,
+                            outcome_ms: None,
                             ended_ms: None,
                             outcome: None,
                             detail: String::new(),
@@ -499,7 +959,7 @@ fn scan_history<I: IntoIterator<Item = Event>>(
                 match outcome {
                     Outcome::Committed => {
                         v.producer.committed += 1;
-                        v.commits_ms.push(t);
+                        v.commit_at(t);
                     }
                     Outcome::Aborted => v.producer.aborted += 1,
                     Outcome::Ambiguous => v.producer.ambiguous += 1,
@@ -507,6 +967,7 @@ fn scan_history<I: IntoIterator<Item = Event>>(
                 if let Some(a) = v.attempts.get_mut(&attempt) {
                     a.outcome = Some(outcome);
                     a.detail = detail;
+                    a.outcome_ms.get_or_insert(t);
                     a.ended_ms = Some(t);
                 }
             }
@@ -517,7 +978,10 @@ fn scan_history<I: IntoIterator<Item = Event>>(
                 ..
             } => {
                 match resolved {
-                    Outcome::Committed => v.producer.resolved_committed += 1,
+                    Outcome::Committed => {
+                        v.producer.resolved_committed += 1;
+                        v.commit_at(t);
+                    }
                     _ => v.producer.resolved_aborted += 1,
                 }
                 if let Some(a) = v.attempts.get_mut(&attempt) {
@@ -548,6 +1012,7 @@ fn scan_history<I: IntoIterator<Item = Event>>(
                 ..
             } => {
                 open_faults.insert(fault.clone(), v.faults.len());
+                v.commit_before.push(v.last_commit);
                 v.faults.push(FaultRecord {
                     fault,
                     kind,
@@ -558,12 +1023,25 @@ fn scan_history<I: IntoIterator<Item = Event>>(
                     recovery_ms: None,
                     commit_gap_ms: None,
                     heal_ok: false,
+                    applied: true,
                 });
+            }
+            EventBody::FaultApplied { fault, action, .. } => {
+                if let Some(i) = open_faults.get(&fault) {
+                    v.faults[*i].action = action;
+                }
+            }
+            EventBody::FaultFailed { fault, .. } => {
+                if let Some(i) = open_faults.remove(&fault) {
+                    v.faults[i].applied = false;
+                    v.faults[i].healed_ms = Some(t);
+                }
             }
             EventBody::FaultHealed { fault, ok, .. } => {
                 if let Some(i) = open_faults.remove(&fault) {
                     v.faults[i].healed_ms = Some(t);
                     v.faults[i].heal_ok = ok;
+                    v.awaiting_recovery.push(i);
                 }
             }
             EventBody::ProducerFinished { complete, .. } => {
@@ -574,25 +1052,14 @@ fn scan_history<I: IntoIterator<Item = Event>>(
             _ => {}
         }
     }
-    // Faults active during each attempt.
+    // Faults active while each attempt was open or committing: up to the first outcome the
+    // producer learned (a later resolution is not part of the attempt's own window).
     for a in v.attempts.values_mut() {
-        let end = a.ended_ms.unwrap_or(u64::MAX);
+        let end = a.outcome_ms.or(a.ended_ms).unwrap_or(u64::MAX);
         for f in &v.faults {
             let f_end = f.healed_ms.unwrap_or(u64::MAX);
             if f.started_ms <= end && f_end >= a.opened_ms {
                 a.faults.push(f.fault.clone());
-            }
-        }
-    }
-    // Recovery of each fault: commit times are in order.
-    for f in v.faults.iter_mut() {
-        let Some(healed) = f.healed_ms else { continue };
-        let after = v.commits_ms.partition_point(|c| *c < healed);
-        if let Some(first) = v.commits_ms.get(after) {
-            f.recovery_ms = Some(first - healed);
-            let before = v.commits_ms.partition_point(|c| *c < f.started_ms);
-            if before > 0 {
-                f.commit_gap_ms = Some(first - v.commits_ms[before - 1]);
             }
         }
     }
@@ -685,11 +1152,11 @@ fn explain(records: &[&AttemptRecord], missing: bool) -> String {
 }
 
 /// Build the verdict from the findings, the history (if any) and the context. Pure.
-pub fn verdict<I: IntoIterator<Item = Event>>(
-    findings: Findings,
-    history: Option<I>,
-    ctx: &Context,
-) -> Verdict {
+pub fn verdict<I, E>(findings: Findings, history: Option<I>, ctx: &Context) -> Verdict
+where
+    I: IntoIterator<Item = Result<Event, E>>,
+    E: fmt::Display,
+{
     let mut anomalies = RangeInclusiveSet::new();
     for m in &findings.missing {
         anomalies.insert(m.start..=m.end - 1);
@@ -750,6 +1217,16 @@ pub fn verdict<I: IntoIterator<Item = Event>>(
         .collect();
 
     let mut reasons = Vec::new();
+    let mut notes = Vec::new();
+    if let Some(v) = &view {
+        if v.unreadable > 0 {
+            notes.push(format!(
+                "{} history line(s) could not be read (first: {}); attribution may be incomplete",
+                v.unreadable,
+                v.first_error.clone().unwrap_or_default()
+            ));
+        }
+    }
     if let Some(r) = &ctx.readback_incomplete {
         reasons.push(format!("the read-back is incomplete: {r}"));
     }
@@ -772,7 +1249,10 @@ pub fn verdict<I: IntoIterator<Item = Event>>(
     } else {
         Status::Pass
     };
-    let summary = summarize(&findings, status, &reasons);
+    let mut summary = summarize(&findings, status, &reasons);
+    for n in &notes {
+        summary.push_str(&format!(" Note: {n}."));
+    }
     let (producer, attempts, faults) = match view {
         Some(v) => (
             Some(v.producer),
@@ -796,6 +1276,7 @@ pub fn verdict<I: IntoIterator<Item = Event>>(
         duplicates,
         unexpected: findings.unexpected,
         reasons,
+        notes,
         producer,
         attempts,
         faults,
@@ -999,6 +1480,473 @@ mod tests {
         assert_eq!(f.duplicate_copies, 10_000);
     }
 
+    /// The findings by brute force: count every value in a map.
+    fn naive(expected: u64, values: &[u64]) -> Findings {
+        let mut counts: HashMap<u64, u32> = HashMap::new();
+        for v in values {
+            *counts.entry(*v).or_default() += 1;
+        }
+        let mut missing = Vec::new();
+        let mut missing_total = 0;
+        let mut v = 0;
+        while v < expected {
+            if counts.contains_key(&v) {
+                v += 1;
+                continue;
+            }
+            let start = v;
+            while v < expected && !counts.contains_key(&v) {
+                v += 1;
+            }
+            missing_total += v - start;
+            if missing.len() < LIST_CAP {
+                missing.push(Span { start, end: v });
+            }
+        }
+        let mut dups: Vec<(u64, u32)> = counts
+            .iter()
+            .filter(|(_, c)| **c > 1)
+            .map(|(v, c)| (*v, *c))
+            .collect();
+        dups.sort_unstable();
+        let mut duplicates: Vec<DupSpan> = Vec::new();
+        for (v, c) in &dups {
+            match duplicates.last_mut() {
+                Some(d) if d.end == *v && d.copies == *c => d.end += 1,
+                _ => duplicates.push(DupSpan {
+                    start: *v,
+                    end: v + 1,
+                    copies: *c,
+                }),
+            }
+        }
+        duplicates.truncate(LIST_CAP);
+        Findings {
+            expected,
+            received: values.len() as u64,
+            distinct: counts.len() as u64,
+            missing,
+            missing_total,
+            duplicates,
+            duplicate_values: dups.len() as u64,
+            duplicate_copies: dups.iter().map(|(_, c)| u64::from(c - 1)).sum(),
+            unexpected: Vec::new(),
+            unexpected_total: 0,
+        }
+    }
+
+    fn tally_values(expected: u64, values: &[u64]) -> Findings {
+        let mut t = Tally::new(expected);
+        for v in values {
+            t.observe_value(*v);
+        }
+        t.finish()
+    }
+
+    fn shuffle(v: &mut [u64], r: &mut crate::seed::Rng) {
+        for i in (1..v.len()).rev() {
+            let j = r.below(i as u64 + 1) as usize;
+            v.swap(i, j);
+        }
+    }
+
+    /// A read-back with every kind of disorder: in-order stretches, shuffled windows, strided
+    /// (partition by partition) stretches, resent stretches, skipped stretches, strays.
+    fn messy(n: u64, r: &mut crate::seed::Rng) -> Vec<u64> {
+        let mut out = Vec::new();
+        let mut cursor = 0;
+        while cursor < n {
+            let len = match r.below(3) {
+                0 => r.between(1, 64),
+                1 => r.between(1, 4096),
+                _ => r.between(1, 3 * CHUNK),
+            }
+            .min(n - cursor);
+            let (a, b) = (cursor, cursor + len);
+            match r.below(8) {
+                0 | 1 => out.extend(a..b),
+                2 => {
+                    let mut w: Vec<u64> = (a..b).collect();
+                    shuffle(&mut w, r);
+                    out.extend(w);
+                }
+                3 => {
+                    let p = r.between(2, 8);
+                    for k in 0..p {
+                        out.extend((a + k..b).step_by(p as usize));
+                    }
+                }
+                4 => {} // missing
+                5 => {
+                    // Delivered, then part of it again, maybe from much earlier.
+                    out.extend(a..b);
+                    let from = r.between(0, b - 1);
+                    let to = r.between(from, b - 1);
+                    out.extend(from..=to);
+                }
+                6 => {
+                    // All but a few, the few in a second pass later.
+                    let holes: BTreeSet<u64> =
+                        (0..r.between(1, 8)).map(|_| r.between(a, b - 1)).collect();
+                    out.extend((a..b).filter(|v| !holes.contains(v)));
+                    out.extend(holes.iter().copied());
+                }
+                _ => {
+                    for _ in 0..r.between(1, 50) {
+                        out.push(r.between(0, n - 1));
+                    }
+                    out.extend(a..b);
+                }
+            }
+            cursor = b;
+        }
+        out
+    }
+
+    #[test]
+    fn matches_a_naive_count_on_small_random_inputs() {
+        for seed in 0..300u64 {
+            let mut r = crate::seed::Rng::new(seed);
+            let n = r.between(0, 300);
+            let len = r.between(0, 600);
+            let values: Vec<u64> = (0..len).map(|_| r.between(0, n.max(1) - 1)).collect();
+            let n = if values.is_empty() { n } else { n.max(1) };
+            assert_eq!(tally_values(n, &values), naive(n, &values), "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn matches_a_naive_count_on_messy_inputs_across_chunks() {
+        for seed in 0..16u64 {
+            let mut r = crate::seed::Rng::new(1000 + seed);
+            let n = r.between(1, 5 * CHUNK);
+            let values = messy(n, &mut r);
+            assert_eq!(tally_values(n, &values), naive(n, &values), "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn matches_a_naive_count_on_random_values_over_many_chunks() {
+        // Scattered values touch many chunks: bitmaps move between hot, cold and ranges.
+        for seed in 0..3u64 {
+            let mut r = crate::seed::Rng::new(2000 + seed);
+            let n = 10 * CHUNK;
+            let mut values: Vec<u64> = (0..20_000).map(|_| r.between(0, n - 1)).collect();
+            // Then whole chunks in order over some of them, and a long run across all.
+            values.extend(3 * CHUNK..7 * CHUNK + 17);
+            values.extend(CHUNK / 2..n - CHUNK / 3);
+            assert_eq!(tally_values(n, &values), naive(n, &values), "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn partitioned_readback_is_clean_and_ends_as_one_range() {
+        // Four partitions read one after the other: 0, 4, 8, ..., then 1, 5, 9, ...
+        let n = 5 * CHUNK + 123;
+        let mut t = Tally::new(n);
+        for p in 0..4 {
+            for v in (p..n).step_by(4) {
+                t.observe_value(v);
+            }
+        }
+        assert!(
+            t.cold.len() + t.hot.len() <= 6,
+            "one bitmap per chunk at most"
+        );
+        let f = t.finish();
+        assert!(f.is_clean(), "{f:?}");
+        assert_eq!(f.distinct, n);
+    }
+
+    #[test]
+    fn random_order_over_many_chunks_uses_bitmaps() {
+        // A full random permutation: consecutive numbers rarely share a chunk, yet the chunks
+        // end in bitmaps (1 bit a number), not in one range per number.
+        let n = 16 * CHUNK;
+        let mut v: Vec<u64> = (0..n).collect();
+        shuffle(&mut v, &mut crate::seed::Rng::new(11));
+        let mut t = Tally::new(n);
+        for x in &v[..(n / 2) as usize] {
+            t.observe_value(*x);
+        }
+        assert!(
+            t.seen.iter().count() < 16 * FRAGMENTS * 2,
+            "{} ranges",
+            t.seen.iter().count()
+        );
+        assert_eq!(t.cold.len() + t.hot.len(), 16);
+        for x in &v[(n / 2) as usize..] {
+            t.observe_value(*x);
+        }
+        // All chunks complete but the one holding the last number, still in the run.
+        assert!(t.cold.len() + t.hot.len() <= 1);
+        let f = t.finish();
+        assert!(f.is_clean(), "{f:?}");
+    }
+
+    #[test]
+    fn shuffled_windows_keep_few_bitmaps() {
+        let n = 20 * CHUNK;
+        let mut r = crate::seed::Rng::new(9);
+        let mut t = Tally::new(n);
+        let mut most = 0;
+        for w in (0..n).step_by(10_000) {
+            let mut v: Vec<u64> = (w..(w + 10_000).min(n)).collect();
+            shuffle(&mut v, &mut r);
+            for x in v {
+                t.observe_value(x);
+            }
+            most = most.max(t.cold.len() + t.hot.len());
+        }
+        assert!(most <= 2, "{most} bitmaps at once");
+        assert!(t.seen.iter().count() <= 2, "{:?}", t.seen);
+        let f = t.finish();
+        assert!(f.is_clean(), "{f:?}");
+    }
+
+    #[test]
+    fn duplicates_found_in_bitmaps_across_words_and_chunks() {
+        // Odd numbers first (bitmaps), then a run over everything: the odd ones are copies,
+        // and the run crosses chunks with bitmaps, hot and cold.
+        let n = 3 * CHUNK;
+        let mut values: Vec<u64> = (1..n).step_by(2).collect();
+        values.extend(0..n);
+        let f = tally_values(n, &values);
+        assert_eq!(f, naive(n, &values));
+        assert_eq!(f.duplicate_values, n / 2);
+        assert!(f.missing.is_empty());
+        // And a stretch duplicated within one bitmap, crossing word boundaries.
+        let mut values: Vec<u64> = (0..1000).rev().collect();
+        values.extend(60..200);
+        let f = tally_values(1000, &values);
+        assert_eq!(
+            f.duplicates,
+            vec![DupSpan {
+                start: 60,
+                end: 200,
+                copies: 2
+            }]
+        );
+    }
+
+    #[test]
+    fn sparse_bitmaps_go_back_to_ranges() {
+        // Two short runs in one chunk give it a bitmap; moving on to other chunks retires it
+        // with few numbers, as ranges.
+        let mut t = Tally::new(10 * CHUNK);
+        for v in [10, 5, 20, 7] {
+            t.observe_value(v);
+        }
+        for c in 1..4 {
+            for v in [c * CHUNK + 10, c * CHUNK + 5, c * CHUNK + 20] {
+                t.observe_value(v);
+            }
+        }
+        assert!(t.cold.is_empty(), "{:?}", t.cold);
+        let f = t.finish();
+        assert_eq!(f.distinct, 4 + 3 * 3);
+        assert_eq!(f.missing[0], Span { start: 0, end: 5 });
+    }
+
+    #[test]
+    fn values_near_the_top_of_u64() {
+        let n = u64::MAX;
+        let mut values: Vec<u64> = (n - 3 * CHUNK..n).rev().step_by(3).collect();
+        values.extend([n - 1, n - 1, n - 2]);
+        let mut t = Tally::new(n);
+        for v in &values {
+            t.observe_value(*v);
+        }
+        let f = t.finish();
+        // n-1, n-4, ..., n-3*CHUNK+2, and n-2; n-1 three times.
+        assert_eq!(f.distinct, CHUNK + 1);
+        assert_eq!(
+            f.duplicates,
+            vec![DupSpan {
+                start: n - 1,
+                end: n,
+                copies: 3
+            }]
+        );
+        assert_eq!(
+            f.missing[0],
+            Span {
+                start: 0,
+                end: n - 3 * CHUNK + 2
+            }
+        );
+        assert_eq!(f.missing_total, n - CHUNK - 1);
+    }
+
+    #[test]
+    fn parse_matches_the_plain_definition() {
+        // The plain definition: the leading digits, at most 19 of them, no leading zero.
+        fn plain(p: &[u8]) -> Option<u64> {
+            let d: Vec<u8> = p
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .copied()
+                .collect();
+            if d.is_empty() || d.len() > 19 || (d.len() > 1 && d[0] == b'0') {
+                return None;
+            }
+            std::str::from_utf8(&d).ok()?.parse().ok()
+        }
+        let mut r = crate::seed::Rng::new(3);
+        let alphabet = b"0123456789 x/:\xff";
+        for _ in 0..20_000 {
+            let len = r.between(0, 24) as usize;
+            let p: Vec<u8> = (0..len)
+                .map(|_| {
+                    if r.below(4) == 0 {
+                        alphabet[r.below(alphabet.len() as u64) as usize]
+                    } else {
+                        b'0' + r.below(10) as u8
+                    }
+                })
+                .collect();
+            assert_eq!(
+                parse_number(&p),
+                plain(&p),
+                "{:?}",
+                String::from_utf8_lossy(&p)
+            );
+        }
+        for s in [
+            "9999999999999999999",
+            "18446744073709551615",
+            "1 ",
+            "42 padding",
+        ] {
+            assert_eq!(parse_number(s.as_bytes()), plain(s.as_bytes()), "{s}");
+        }
+    }
+
+    fn ok(v: Vec<Event>) -> Vec<Result<Event, String>> {
+        v.into_iter().map(Ok).collect()
+    }
+
+    #[test]
+    fn unreadable_history_lines_are_noted() {
+        let f = tally_of(10, &(0..10).collect::<Vec<_>>());
+        let mut h = ok(history_19629());
+        h.insert(2, Err("history.jsonl:3: not a history event".to_string()));
+        let v = verdict(f, Some(h), &Context::default());
+        assert_eq!(v.status, Status::Pass);
+        assert_eq!(v.notes.len(), 1, "{:?}", v.notes);
+        assert!(
+            v.notes[0].contains("1 history line(s) could not be read"),
+            "{:?}",
+            v.notes
+        );
+        assert!(v.summary.contains("Note:"), "{}", v.summary);
+    }
+
+    #[test]
+    fn faults_after_the_outcome_are_not_blamed() {
+        // Attempt 1's commit is ambiguous at 16 ms and resolved at 500 ms; a fault from 100 to
+        // 200 ms came after the producer learned the outcome.
+        let mut h = history_19629();
+        h.insert(
+            8,
+            ev(
+                100,
+                EventBody::FaultStarted {
+                    fault: "late".into(),
+                    kind: "pause".into(),
+                    target: "broker-1".into(),
+                    planned_ms: None,
+                    action: "docker pause".into(),
+                    detail: String::new(),
+                },
+            ),
+        );
+        h.insert(
+            9,
+            ev(
+                200,
+                EventBody::FaultHealed {
+                    fault: "late".into(),
+                    action: "docker unpause".into(),
+                    ok: true,
+                    detail: String::new(),
+                },
+            ),
+        );
+        h.push(ev(
+            500,
+            EventBody::TxnResolved {
+                attempt: 1,
+                txn: T1,
+                resolved: Outcome::Committed,
+                how: "read-back".into(),
+            },
+        ));
+        let mut values: Vec<u64> = (0..10).collect();
+        values.extend(0..10);
+        let v = verdict(tally_of(10, &values), Some(ok(h)), &Context::default());
+        let a1 = v.attempts.iter().find(|a| a.attempt == 1).unwrap();
+        assert_eq!(a1.faults, vec!["restart".to_string()]);
+        assert_eq!(a1.outcome_ms, Some(16));
+        assert_eq!(a1.ended_ms, Some(500));
+    }
+
+    #[test]
+    fn recovery_is_measured_from_the_heal_to_the_next_commit() {
+        let h = vec![
+            ev(
+                10,
+                EventBody::TxnOutcome {
+                    attempt: 1,
+                    txn: T1,
+                    outcome: Outcome::Committed,
+                    detail: String::new(),
+                },
+            ),
+            ev(
+                20,
+                EventBody::FaultStarted {
+                    fault: "f".into(),
+                    kind: "pause".into(),
+                    target: "b".into(),
+                    planned_ms: None,
+                    action: "a".into(),
+                    detail: String::new(),
+                },
+            ),
+            ev(
+                25,
+                EventBody::TxnOutcome {
+                    attempt: 2,
+                    txn: T2,
+                    outcome: Outcome::Committed,
+                    detail: String::new(),
+                },
+            ),
+            ev(
+                30,
+                EventBody::FaultHealed {
+                    fault: "f".into(),
+                    action: "a".into(),
+                    ok: true,
+                    detail: String::new(),
+                },
+            ),
+            ev(
+                45,
+                EventBody::TxnOutcome {
+                    attempt: 3,
+                    txn: T2,
+                    outcome: Outcome::Committed,
+                    detail: String::new(),
+                },
+            ),
+        ];
+        let v = verdict(tally_of(1, &[0]), Some(ok(h)), &Context::default());
+        assert_eq!(v.faults[0].recovery_ms, Some(15));
+        assert_eq!(v.faults[0].commit_gap_ms, Some(35));
+    }
+
     fn ev(t: u64, body: EventBody) -> Event {
         Event { t_ms: t, body }
     }
@@ -1101,7 +2049,7 @@ mod tests {
         let mut v: Vec<u64> = (0..10).collect();
         v.extend(0..10);
         let f = tally_of(10, &v);
-        let verdict = verdict(f, Some(history_19629()), &Context::default());
+        let verdict = verdict(f, Some(ok(history_19629())), &Context::default());
         assert_eq!(verdict.status, Status::Violation);
         assert_eq!(verdict.duplicates.len(), 1);
         let d = &verdict.duplicates[0];
@@ -1128,7 +2076,7 @@ mod tests {
     #[test]
     fn clean_read_with_finished_producer_passes() {
         let f = tally_of(10, &(0..10).collect::<Vec<_>>());
-        let v = verdict(f, Some(history_19629()), &Context::default());
+        let v = verdict(f, Some(ok(history_19629())), &Context::default());
         assert_eq!(v.status, Status::Pass);
         assert!(v.attempts.is_empty(), "only anomalous attempts are kept");
         assert_eq!(v.producer.as_ref().unwrap().committed, 1);
@@ -1141,7 +2089,7 @@ mod tests {
             .into_iter()
             .filter(|e| !matches!(e.body, EventBody::ProducerFinished { .. }))
             .collect();
-        let v = verdict(f, Some(h), &Context::default());
+        let v = verdict(f, Some(ok(h)), &Context::default());
         assert_eq!(v.status, Status::Inconclusive);
         assert!(v.reasons[0].contains("never finished"));
     }
@@ -1153,7 +2101,7 @@ mod tests {
             readback_incomplete: Some("timed out".into()),
             ..Context::default()
         };
-        let v = verdict(f, None::<Vec<Event>>, &ctx);
+        let v = verdict(f, None::<Vec<Result<Event, String>>>, &ctx);
         assert_eq!(v.status, Status::Inconclusive);
     }
 
@@ -1191,7 +2139,7 @@ mod tests {
                 },
             ),
         ];
-        let v = verdict(f, Some(h), &Context::default());
+        let v = verdict(f, Some(ok(h)), &Context::default());
         assert_eq!(v.status, Status::Violation);
         assert_eq!(v.missing[0].what, Span { start: 0, end: 5 });
         assert!(
@@ -1243,7 +2191,7 @@ mod tests {
                 },
             ),
         ];
-        let v = verdict(f, Some(h), &Context::default());
+        let v = verdict(f, Some(ok(h)), &Context::default());
         assert!(
             v.missing[0].explanation.contains("withheld"),
             "{}",
@@ -1257,7 +2205,7 @@ mod tests {
         let f = tally_of(3, &[0, 1, 1, 2]);
         let mut ctx = Context::default();
         ctx.duplicate_ids.insert(1, vec![id(1), id(2)]);
-        let v = verdict(f, None::<Vec<Event>>, &ctx);
+        let v = verdict(f, None::<Vec<Result<Event, String>>>, &ctx);
         assert_eq!(v.duplicates[0].what.message_ids[&1], vec![id(1), id(2)]);
         let json = serde_json::to_string(&v).unwrap();
         assert!(json.contains("\"status\":\"violation\""));

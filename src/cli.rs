@@ -49,6 +49,8 @@ pub enum Command {
         /// Where the replays' run directories go (default: beside the original).
         #[arg(long)]
         out: Option<PathBuf>,
+        #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+        progress: ProgressMode,
     },
     /// Run a scenario again and again with fresh seeds until the time is up.
     Soak(SoakArgs),
@@ -130,6 +132,9 @@ pub struct VerifyArgs {
     /// Give up reading after this long without progress (e.g. 60s).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub idle_timeout: std::time::Duration,
+    /// Only read and count the messages, check nothing (the baseline for the checker's cost).
+    #[arg(long)]
+    pub consume_only: bool,
     /// Wait this long before reading, so transactions left open time out (e.g. 30s).
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     pub settle: std::time::Duration,

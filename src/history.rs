@@ -133,6 +133,13 @@ pub enum EventBody {
         action: String,
         detail: String,
     },
+    /// A fault took effect: the exact command or API call, and how (e.g. which packet-loss
+    /// method). Follows its `fault_started`, which is written just before the action.
+    FaultApplied {
+        fault: String,
+        action: String,
+        detail: String,
+    },
     /// A fault was healed (or found already gone). `ok` false: the heal failed, see detail.
     FaultHealed {
         fault: String,
@@ -142,7 +149,7 @@ pub enum EventBody {
     },
     /// A planned fault did not fire, and why.
     FaultSkipped { fault: String, reason: String },
-    /// A fault's injection failed.
+    /// A fault's injection failed (after its `fault_started`, when it got that far).
     FaultFailed { fault: String, error: String },
     /// The producer stopped.
     ProducerFinished {
@@ -155,6 +162,21 @@ pub enum EventBody {
     },
     /// Free text of note (reconnects, resume, read-back start and end).
     Note { message: String },
+}
+
+impl EventBody {
+    /// Events that are few per run (everything but the per-transaction ones).
+    pub fn is_rare(&self) -> bool {
+        !matches!(
+            self,
+            EventBody::TxnOpened { .. }
+                | EventBody::SendsAcked { .. }
+                | EventBody::CommitRequested { .. }
+                | EventBody::TxnOutcome { .. }
+                | EventBody::AbortRequested { .. }
+                | EventBody::ResendScheduled { .. }
+        )
+    }
 }
 
 /// The history of a run in progress. Cheap to clone; every clone appends to the same file.
@@ -230,17 +252,25 @@ impl History {
     /// Append one event. A write error is reported once through tracing and does not stop the
     /// run: the verdict notes that the history is incomplete.
     pub fn record(&self, body: EventBody) {
+        // The time is taken under the lock, so the file is in time order.
+        let mut inner = self.inner.lock().expect("history lock");
         let ev = Event {
             t_ms: self.now_ms(),
             body,
         };
-        let mut inner = self.inner.lock().expect("history lock");
         let line = serde_json::to_string(&ev).expect("events serialize");
         if let Err(e) = writeln!(inner.out, "{line}") {
             tracing::error!("history write failed: {e}");
         }
         for sink in inner.sinks.iter_mut() {
             sink(&ev);
+        }
+        // Rare events go to disk at once (a crash or kill must not lose a fault's record);
+        // the frequent transaction events are flushed in batches.
+        if ev.body.is_rare() {
+            if let Err(e) = inner.out.flush() {
+                tracing::error!("history flush failed: {e}");
+            }
         }
     }
 
@@ -290,6 +320,19 @@ pub fn read(
             }),
         )
     }))
+}
+
+/// The time of the last event in a history file (0 when empty or absent): a resumed run goes
+/// on from there, so the file stays in time order.
+pub fn last_t_ms(path: &Path) -> u64 {
+    match read(path) {
+        Ok(events) => events
+            .filter_map(|e| e.ok())
+            .map(|e| e.t_ms)
+            .max()
+            .unwrap_or(0),
+        Err(_) => 0,
+    }
 }
 
 /// Read a whole history file into memory (small histories: tests, reports).

@@ -1,21 +1,50 @@
-//! Cleanup on Ctrl-C and SIGTERM: what is active is registered here, and a signal removes it
-//! (heals faults first, then removes the run's containers and networks) before the process
-//! exits. Normal success and error paths clean up on their own and deregister.
+//! Cleanup on Ctrl-C and SIGTERM: what is active is registered here, and a signal heals its
+//! faults and removes its containers and networks (unless the cluster is to be kept) before
+//! the process exits. Normal success and error paths clean up on their own and deregister.
 
 use std::sync::Mutex;
 
 use crate::cluster::{self, engine::Engine};
 
-static ACTIVE_RUNS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static STOP: std::sync::OnceLock<tokio::sync::watch::Sender<bool>> = std::sync::OnceLock::new();
 
-/// Registers a run whose cluster must go if the process is interrupted.
+fn stop_sender() -> &'static tokio::sync::watch::Sender<bool> {
+    STOP.get_or_init(|| tokio::sync::watch::channel(false).0)
+}
+
+/// Ask everything running to stop (heal, tear down, return): the first step after a signal.
+pub fn request_stop() {
+    stop_sender().send_replace(true);
+}
+
+/// Becomes true when a stop was requested.
+pub fn stopping() -> tokio::sync::watch::Receiver<bool> {
+    stop_sender().subscribe()
+}
+
+pub fn is_stopping() -> bool {
+    *stop_sender().borrow()
+}
+
+/// Active runs: (run id, keep the cluster).
+static ACTIVE_RUNS: Mutex<Vec<(String, bool)>> = Mutex::new(Vec::new());
+
+/// Registers a run whose faults must be healed, and whose cluster must go unless it is to be
+/// kept, if the process is interrupted.
 pub struct RunGuard {
     run_id: String,
 }
 
 impl RunGuard {
     pub fn new(run_id: &str) -> RunGuard {
-        ACTIVE_RUNS.lock().expect("lock").push(run_id.to_string());
+        RunGuard::with_keep(run_id, false)
+    }
+
+    pub fn with_keep(run_id: &str, keep: bool) -> RunGuard {
+        ACTIVE_RUNS
+            .lock()
+            .expect("lock")
+            .push((run_id.to_string(), keep));
         RunGuard {
             run_id: run_id.to_string(),
         }
@@ -27,9 +56,13 @@ impl Drop for RunGuard {
         ACTIVE_RUNS
             .lock()
             .expect("lock")
-            .retain(|r| r != &self.run_id);
+            .retain(|(r, _)| r != &self.run_id);
     }
 }
+
+/// How long a command may take to stop on its own after a signal before the remaining cleanup
+/// is done for it.
+pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Waits for Ctrl-C or SIGTERM; returns the signal's name.
 pub async fn signal() -> &'static str {
@@ -49,7 +82,7 @@ pub async fn signal() -> &'static str {
 
 /// Heal and remove everything registered. Called once, after a signal.
 pub async fn cleanup_after_signal() {
-    let runs: Vec<String> = ACTIVE_RUNS.lock().expect("lock").clone();
+    let runs: Vec<(String, bool)> = ACTIVE_RUNS.lock().expect("lock").clone();
     if runs.is_empty() {
         return;
     }
@@ -60,8 +93,12 @@ pub async fn cleanup_after_signal() {
             return;
         }
     };
-    for run in runs {
+    for (run, keep) in runs {
         crate::nemesis::heal_run(&engine, &run).await;
+        if keep {
+            eprintln!("cleanup: run {run}: faults healed; the cluster is kept (--keep-cluster)");
+            continue;
+        }
         match cluster::remove_run(&engine, &run).await {
             Ok(r) => eprintln!(
                 "cleanup: removed run {run}: {} container(s), {} network(s)",

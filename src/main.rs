@@ -18,10 +18,15 @@ fn main() {
         }
     };
     let code = runtime.block_on(async {
+        let work = commands::dispatch(cli.command);
+        tokio::pin!(work);
         tokio::select! {
-            r = commands::dispatch(cli.command) => r,
+            r = &mut work => r,
             sig = lifecycle::signal() => {
-                eprintln!("{sig}: stopping, healing faults and removing what this run created");
+                eprintln!("{sig}: stopping: healing faults and removing what this run created");
+                // Let the command heal and tear down on its own path, then make sure.
+                lifecycle::request_stop();
+                let _ = tokio::time::timeout(lifecycle::STOP_GRACE, &mut work).await;
                 lifecycle::cleanup_after_signal().await;
                 Err(Error::Interrupted)
             }

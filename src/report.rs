@@ -2168,7 +2168,11 @@ faults:
             seed: Some(4242),
             ..Context::default()
         };
-        let verdict = checker::verdict(tally.finish(), Some(history()), &ctx);
+        let verdict = checker::verdict(
+            tally.finish(),
+            Some(history().into_iter().map(Ok::<_, String>)),
+            &ctx,
+        );
         dir.write_json("run.json", &info).unwrap();
         dir.write("plan.json", &plan.to_json()).unwrap();
         dir.write_json("verdict.json", &verdict).unwrap();

@@ -118,13 +118,7 @@ async fn bring_up(req: &Request, run_id: &str) -> Result<Env> {
         }
         ClusterSpec::Docker(spec) => {
             let named = req.image.as_deref().or(spec.image.as_deref());
-            let (engine, img) = crate::commands::cluster::engine_and_image(named).await?;
-            eprintln!("starting a {} cluster (run {run_id})", spec.topology);
-            let cluster = Cluster::up(engine, spec, run_id, &img, req.keep_cluster).await?;
-            if let Err(e) = crate::ready::wait_ready(&cluster, spec.ready_timeout).await {
-                let _ = cluster.down().await;
-                return Err(e.into());
-            }
+            let (cluster, img) = start_cluster(spec, named, run_id, req.keep_cluster).await?;
             Ok(Env {
                 service_url: cluster.service_url.clone(),
                 admin_url: cluster.admin_url.clone(),
@@ -137,10 +131,27 @@ async fn bring_up(req: &Request, run_id: &str) -> Result<Env> {
     }
 }
 
+/// Start a cluster in Docker and wait until it serves transactions; removed again on failure.
+pub async fn start_cluster(
+    spec: &crate::scenario::DockerCluster,
+    image: Option<&str>,
+    run_id: &str,
+    keep: bool,
+) -> Result<(Cluster, String)> {
+    let (engine, img) = crate::commands::cluster::engine_and_image(image).await?;
+    eprintln!("starting a {} cluster (run {run_id})", spec.topology);
+    let cluster = Cluster::up(engine, spec, run_id, &img, keep).await?;
+    if let Err(e) = crate::ready::wait_ready(&cluster, spec.ready_timeout).await {
+        let _ = cluster.down().await;
+        return Err(e.into());
+    }
+    Ok((cluster, img))
+}
+
 /// Run a scenario from the start.
 pub async fn run(req: Request) -> Result<Outcome> {
     let run_id = crate::commands::cluster::new_run_id();
-    let _guard = RunGuard::new(&run_id);
+    let _guard = RunGuard::with_keep(&run_id, req.keep_cluster);
     let dir = RunDir::create(&req.out, &req.scenario.name, &run_id)?;
     dir.write("scenario.yaml", &req.scenario.resolved_yaml())?;
     let plan = plan::make(&req.scenario, req.seed);
@@ -196,7 +207,7 @@ pub async fn resume(
             Some(Arc::new(c))
         }
     };
-    let _guard = RunGuard::new(&info.run_id);
+    let _guard = RunGuard::with_keep(&info.run_id, info.kept_cluster);
     eprintln!(
         "resuming run {} (seed {}) in {}",
         info.run_id,
@@ -291,7 +302,16 @@ async fn execute(
     } else {
         1
     };
-    let history = History::create(&history_path, Instant::now(), resuming)?;
+    // t_ms = 0 is the start of the run; a resumed run continues the same clock.
+    let start = if resuming {
+        let last = history::last_t_ms(&history_path) + 1;
+        Instant::now()
+            .checked_sub(Duration::from_millis(last))
+            .unwrap_or_else(Instant::now)
+    } else {
+        Instant::now()
+    };
+    let history = History::create(&history_path, start, resuming)?;
     if req.json {
         history.add_sink(Box::new(|ev| {
             if let Ok(line) = serde_json::to_string(ev) {
@@ -322,6 +342,7 @@ async fn execute(
         message_size: w.message_size,
         rate: w.rate,
         abort_every: w.abort_every,
+        transactions: w.transactions,
         op_timeout: w.op_timeout,
         deadline: w.deadline,
         skip: req
@@ -388,7 +409,20 @@ async fn execute(
         history.clone(),
     );
 
+    // A signal stops the producer; the fault tasks then heal and the run ends without a read.
+    let watcher = {
+        let producer = producer.clone();
+        let stop_tx = stop_tx.clone();
+        let mut stopping = crate::lifecycle::stopping();
+        tokio::spawn(async move {
+            if stopping.wait_for(|s| *s).await.is_ok() {
+                producer.stop("interrupted by a signal");
+                let _ = stop_tx.send(true);
+            }
+        })
+    };
     let report = producer.run().await;
+    watcher.abort();
     let _ = stop_tx.send(true);
     for t in fault_tasks {
         let _ = t.await;
@@ -403,6 +437,27 @@ async fn execute(
         }
     }
     producer.close().await;
+    let lat_n = stats.commit_latency_n.load(Ordering::Relaxed);
+    dir.write_json(
+        "producer.json",
+        &serde_json::json!({
+            "messages_committed": report.stats.messages_committed,
+            "elapsed_s": report.elapsed.as_secs_f64(),
+            "messages_per_s": report.stats.messages_committed as f64 / report.elapsed.as_secs_f64().max(1e-9),
+            "transactions_committed": report.stats.committed,
+            "aborted": report.stats.aborted,
+            "ambiguous": report.stats.ambiguous,
+            "commit_latency_avg_ms": if lat_n > 0 { stats.commit_latency_us.load(Ordering::Relaxed) as f64 / lat_n as f64 / 1000.0 } else { 0.0 },
+            "complete": report.complete,
+        }),
+    )?;
+    if crate::lifecycle::is_stopping() {
+        history.record(EventBody::Note {
+            message: "interrupted: faults healed, no read-back".into(),
+        });
+        history.flush();
+        return Err(Error::Interrupted);
+    }
     eprintln!(
         "producer: {} committed, {} aborted, {} ambiguous transaction(s); {} messages committed in {:.1}s ({})",
         report.stats.committed,
@@ -458,7 +513,7 @@ async fn execute(
         readback_incomplete: incomplete.or(rb.incomplete.clone()),
         duplicate_ids: rb.duplicate_ids.clone(),
     };
-    let events = history::read(&history_path)?.filter_map(|e| e.ok());
+    let events = history::read(&history_path)?;
     let verdict = checker::verdict(rb.findings, Some(events), &ctx);
     dir.write_json("verdict.json", &verdict)?;
     crate::report::write_html(dir, info, plan, &verdict)?;
@@ -483,7 +538,8 @@ fn drive_faults(
     stop: watch::Receiver<bool>,
     active: Arc<Mutex<Vec<String>>>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
-    let start = tokio::time::Instant::now();
+    // Offsets count from the run's start, the history's t_ms = 0.
+    let start = tokio::time::Instant::from_std(history.start());
     // Faults on containers do not overlap: one waits for the other.
     let container_lock = Arc::new(Mutex::new(()));
     plan.faults
@@ -522,10 +578,6 @@ fn drive_faults(
                     });
                     return;
                 }
-                let guard_note = match f.guard {
-                    Some(Guard::Committing) => wait_committing(&stats, &mut stop).await,
-                    None => String::new(),
-                };
                 let planned_ms = match f.trigger {
                     Trigger::AtMs(t) => Some(t),
                     Trigger::AfterCommits(_) => None,
@@ -538,7 +590,38 @@ fn drive_faults(
                         return;
                     }
                 };
-                let applied = match nem.inject(&f).await {
+                let target = match nem.prepare(&f).await {
+                    Ok(t) => t,
+                    Err(e) => {
+                        history.record(EventBody::FaultFailed {
+                            fault: f.name.clone(),
+                            error: e.to_string(),
+                        });
+                        return;
+                    }
+                };
+                // The guard is waited for last, right before the action.
+                let guard_note = match f.guard {
+                    Some(Guard::Committing) => wait_committing(&stats, &mut stop).await,
+                    None => String::new(),
+                };
+                if *stop.borrow() {
+                    history.record(EventBody::FaultSkipped {
+                        fault: f.name.clone(),
+                        reason: "the run was stopping".into(),
+                    });
+                    return;
+                }
+                // Written just before the action, so its time is when the fault began.
+                history.record(EventBody::FaultStarted {
+                    fault: f.name.clone(),
+                    kind: f.kind.name().to_string(),
+                    target: target.label.clone(),
+                    planned_ms,
+                    action: nem.intent(&f, &target),
+                    detail: guard_note.trim_start_matches("; ").to_string(),
+                });
+                let applied = match nem.inject(&f, &target).await {
                     Ok(a) => a,
                     Err(e) => {
                         history.record(EventBody::FaultFailed {
@@ -548,13 +631,10 @@ fn drive_faults(
                         return;
                     }
                 };
-                history.record(EventBody::FaultStarted {
+                history.record(EventBody::FaultApplied {
                     fault: f.name.clone(),
-                    kind: f.kind.name().to_string(),
-                    target: applied.target.clone(),
-                    planned_ms,
                     action: applied.action.clone(),
-                    detail: format!("{}{guard_note}", applied.detail),
+                    detail: applied.detail.clone(),
                 });
                 active
                     .lock()

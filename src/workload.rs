@@ -23,6 +23,9 @@ use crate::txn::producer::PartitionProducer;
 use crate::txn::reader::{read_partition, ReadOptions};
 use crate::txn::{partition_names, Client, TxnError};
 
+/// The coordinator id of the placeholder transaction ids of a run without transactions.
+pub const NO_TXN: u64 = u64::MAX;
+
 /// What the producer is to do.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -38,6 +41,8 @@ pub struct Config {
     pub message_size: usize,
     pub rate: Option<u32>,
     pub abort_every: Option<u32>,
+    /// False: plain sends without transactions (a baseline for benchmarks; not exactly-once).
+    pub transactions: bool,
     pub op_timeout: Duration,
     pub deadline: Duration,
     /// Sabotage: numbers never sent, numbers sent twice.
@@ -205,7 +210,7 @@ fn count(r: &Ranges) -> u64 {
 pub struct Producer {
     cfg: Config,
     client: Arc<Client>,
-    tcs: Coordinators,
+    tcs: Arc<Coordinators>,
     producers: Vec<Arc<PartitionProducer>>,
     partition_topics: Vec<String>,
     journal: Journal,
@@ -240,7 +245,7 @@ impl Producer {
                 client.clone(),
                 t,
                 &format!("{}-p{i}", cfg.name),
-                true,
+                cfg.transactions,
             ));
             crate::txn::with_retry(deadline, || p.ready()).await?;
             producers.push(p);
@@ -251,7 +256,7 @@ impl Producer {
         });
         Ok(Producer {
             client,
-            tcs,
+            tcs: Arc::new(tcs),
             producers,
             partition_topics,
             journal,
@@ -495,6 +500,11 @@ impl Producer {
         }
     }
 
+    /// Stop: workers finish the step they are in and return.
+    pub fn stop(&self, reason: &str) {
+        self.fail(reason.to_string());
+    }
+
     fn fail(&self, reason: String) {
         let mut q = self.queue.lock().expect("lock");
         if q.fatal.is_none() {
@@ -559,17 +569,34 @@ impl Producer {
         }
     }
 
-    /// Open a transaction, then take fresh numbers for it.
-    async fn fresh_attempt(&self, deadline: Instant) -> Result<End, WorkloadError> {
-        let txn = match self.tcs.new_txn(self.cfg.txn_timeout, deadline).await {
-            Ok(t) => t,
-            Err(TxnError::Fatal(m)) => return Err(TxnError::Fatal(m).into()),
+    /// A new transaction (or, without transactions, a placeholder id naming the attempt).
+    async fn open_txn(
+        &self,
+        attempt: u64,
+        deadline: Instant,
+    ) -> Result<Option<TxnId>, WorkloadError> {
+        if !self.cfg.transactions {
+            return Ok(Some(TxnId {
+                most: NO_TXN,
+                least: attempt,
+            }));
+        }
+        match self.tcs.new_txn(self.cfg.txn_timeout, deadline).await {
+            Ok(t) => Ok(Some(t)),
+            Err(TxnError::Fatal(m)) => Err(TxnError::Fatal(m).into()),
             Err(e) => {
                 tracing::warn!("NEW_TXN failed until the deadline: {e}");
-                return Ok(End::Done);
+                Ok(None)
             }
-        };
+        }
+    }
+
+    /// Open a transaction, then take fresh numbers for it.
+    async fn fresh_attempt(&self, deadline: Instant) -> Result<End, WorkloadError> {
         let attempt = self.next_attempt.fetch_add(1, Ordering::Relaxed);
+        let Some(txn) = self.open_txn(attempt, deadline).await? else {
+            return Ok(End::Done);
+        };
         // Take the numbers and journal them under one lock (see journal.rs).
         let chunk = {
             let mut q = self.queue.lock().expect("lock");
@@ -599,28 +626,22 @@ impl Producer {
                 })
             }
         };
+        let chunk = chunk.filter(|c| !c.numbers.is_empty());
         let Some(chunk) = chunk else {
-            let _ = self.tcs.end_txn(txn, TxnAction::Abort).await;
+            if self.cfg.transactions {
+                let _ = self.tcs.end_txn(txn, TxnAction::Abort).await;
+            }
             return Ok(End::Done);
         };
-        if chunk.numbers.is_empty() {
-            let _ = self.tcs.end_txn(txn, TxnAction::Abort).await;
-            return Ok(End::Done);
-        }
         self.carry(attempt, txn, chunk, deadline).await
     }
 
     /// Carry the numbers of an earlier attempt (or the sabotage duplicates) in a new one.
     async fn attempt(&self, chunk: Chunk, deadline: Instant) -> Result<End, WorkloadError> {
-        let txn = match self.tcs.new_txn(self.cfg.txn_timeout, deadline).await {
-            Ok(t) => t,
-            Err(TxnError::Fatal(m)) => return Err(TxnError::Fatal(m).into()),
-            Err(e) => {
-                tracing::warn!("NEW_TXN failed until the deadline: {e}");
-                return Ok(End::Resend(chunk));
-            }
-        };
         let attempt = self.next_attempt.fetch_add(1, Ordering::Relaxed);
+        let Some(txn) = self.open_txn(attempt, deadline).await? else {
+            return Ok(End::Resend(chunk));
+        };
         self.journal.record(&Entry {
             attempt,
             txn,
@@ -674,7 +695,14 @@ impl Producer {
             .iter()
             .map(|p| self.partition_topics[*p as usize].clone())
             .collect();
-        if let Err(e) = self.tcs.add_partitions(txn, &names, op_deadline).await {
+        let in_txn = if self.cfg.transactions {
+            Some(txn)
+        } else {
+            None
+        };
+        if !self.cfg.transactions {
+            // Nothing to register.
+        } else if let Err(e) = self.tcs.add_partitions(txn, &names, op_deadline).await {
             if let TxnError::Fatal(m) = e {
                 return Err(TxnError::Fatal(m).into());
             }
@@ -706,11 +734,7 @@ impl Producer {
                             r.take().await;
                         }
                     }
-                    (
-                        *p,
-                        count,
-                        producer.send_batch(Some(txn), data, timeout).await,
-                    )
+                    (*p, count, producer.send_batch(in_txn, data, timeout).await)
                 }
             })
         });
@@ -740,6 +764,17 @@ impl Producer {
                 receipts.len(),
                 count(&chunk.numbers)
             );
+            if !self.cfg.transactions {
+                // Without a transaction what was sent stays: the resend may duplicate.
+                self.stats.aborted.fetch_add(1, Ordering::Relaxed);
+                self.history.record(EventBody::TxnOutcome {
+                    attempt,
+                    txn,
+                    outcome: Outcome::Aborted,
+                    detail: format!("{why} (no transaction: the sent messages stay)"),
+                });
+                return Ok(again(why));
+            }
             self.abort(attempt, txn, why.clone()).await;
             return Ok(again(why));
         }
@@ -756,28 +791,48 @@ impl Producer {
                 return Ok(again("deliberately aborted (abort_every)".into()));
             }
         }
+        if !self.cfg.transactions {
+            self.journal.clear(attempt)?;
+            self.stats.committed.fetch_add(1, Ordering::Relaxed);
+            self.stats
+                .messages_committed
+                .fetch_add(receipts.len() as u64, Ordering::Relaxed);
+            self.history.record(EventBody::TxnOutcome {
+                attempt,
+                txn,
+                outcome: Outcome::Committed,
+                detail: "no transaction: every send acknowledged".into(),
+            });
+            return Ok(End::Done);
+        }
         self.commit(attempt, txn, &chunk, &receipts, deadline, again)
             .await
     }
 
-    /// Abort an attempt that never asked to commit: definitively not committed.
+    /// Abort an attempt that never asked to commit: definitively not committed, whatever
+    /// becomes of the ABORT itself (without a commit the coordinator's timeout ends it). The
+    /// ABORT is sent in the background so a dead coordinator does not hold the worker up.
     async fn abort(&self, attempt: u64, txn: TxnId, reason: String) {
         self.history.record(EventBody::AbortRequested {
             attempt,
             txn,
             reason: reason.clone(),
         });
-        let r = self.tcs.end_txn(txn, TxnAction::Abort).await;
-        let detail = match r {
-            Ok(()) => format!("{reason}; abort confirmed"),
-            Err(e) => format!("{reason}; abort not confirmed ({e}), the coordinator's timeout ends it (no commit was ever sent)"),
-        };
         self.stats.aborted.fetch_add(1, Ordering::Relaxed);
         self.history.record(EventBody::TxnOutcome {
             attempt,
             txn,
             outcome: Outcome::Aborted,
-            detail,
+            detail: format!("{reason}; no commit was sent, so it cannot commit"),
+        });
+        let tcs = self.tcs.clone();
+        let history = self.history.clone();
+        tokio::spawn(async move {
+            if let Err(e) = tcs.end_txn(txn, TxnAction::Abort).await {
+                history.record(EventBody::Note {
+                    message: format!("the abort of attempt {attempt} {txn} was not confirmed ({e}); the coordinator's timeout ends it"),
+                });
+            }
         });
     }
 

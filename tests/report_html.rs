@@ -383,7 +383,11 @@ fn render(tag: &str) -> (PathBuf, Verdict) {
         seed: Some(90210),
         ..Context::default()
     };
-    let verdict = checker::verdict(tally.finish(), Some(events), &ctx);
+    let verdict = checker::verdict(
+        tally.finish(),
+        Some(events.into_iter().map(Ok::<_, String>)),
+        &ctx,
+    );
     assert_eq!(verdict.status, Status::Violation, "{}", verdict.summary);
     assert_eq!(verdict.missing_total, PER_TXN);
     assert_eq!(verdict.duplicate_values, PER_TXN);

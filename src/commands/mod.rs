@@ -2,9 +2,11 @@
 //! completed command (verdict-bearing commands return 0, 1 or 4) or a typed error.
 
 pub mod cluster;
+pub mod replay;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod soak;
 
 use crate::cli::{ClusterCommand, Command, ImageCommand};
 use crate::error::Result;
@@ -22,8 +24,12 @@ pub async fn dispatch(cmd: Command) -> Result<i32> {
         Command::Run(args) => run::run(args).await,
         Command::Verify(args) => run::verify(args).await,
         Command::Report { run_dir } => report::report(&run_dir),
-        Command::Replay { .. } | Command::Soak(_) => {
-            Err(crate::error::Error::Usage("not implemented yet".into()))
-        }
+        Command::Replay {
+            run_dir,
+            times,
+            out,
+            progress,
+        } => replay::replay(&run_dir, times, out, progress.into()).await,
+        Command::Soak(args) => soak::soak(args).await,
     }
 }

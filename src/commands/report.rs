@@ -78,7 +78,11 @@ mod tests {
         for v in 0..10 {
             tally.observe_value(v);
         }
-        let verdict = crate::checker::verdict(tally.finish(), Some(history), &Context::default());
+        let verdict = crate::checker::verdict(
+            tally.finish(),
+            Some(history.into_iter().map(Ok::<_, String>)),
+            &Context::default(),
+        );
         dir.write_json("run.json", &info).unwrap();
         dir.write("plan.json", &plan.to_json()).unwrap();
         dir.write_json("verdict.json", &verdict).unwrap();

@@ -131,6 +131,19 @@ pub async fn verify(args: VerifyArgs) -> Result<i32> {
         .await
         .map_err(|e| Error::Pulsar(format!("cannot reach {}: {e}", args.service_url)))?;
     client.close_all().await;
+    if args.consume_only {
+        let t = std::time::Instant::now();
+        let n = crate::readback::consume_only(&args.service_url, &args.topic, args.idle_timeout)
+            .await
+            .map_err(|e| Error::Pulsar(format!("the read failed: {e}")))?;
+        let s = t.elapsed().as_secs_f64();
+        println!(
+            "read {n} messages from {} partition(s) in {s:.2}s ({:.0} msg/s), nothing checked",
+            parts.len(),
+            n as f64 / s.max(1e-9)
+        );
+        return Ok(exit::PASS);
+    }
     let mut incomplete = None;
     if !args.settle.is_zero() {
         if let Err(e) = crate::readback::wait_settled(&admin, &parts, args.settle).await {
@@ -152,10 +165,14 @@ pub async fn verify(args: VerifyArgs) -> Result<i32> {
     };
     let verdict = match &args.history {
         Some(h) => {
-            let events = crate::history::read(h)?.filter_map(|e| e.ok());
+            let events = crate::history::read(h)?;
             checker::verdict(rb.findings, Some(events), &ctx)
         }
-        None => checker::verdict(rb.findings, None::<Vec<crate::history::Event>>, &ctx),
+        None => checker::verdict(
+            rb.findings,
+            None::<Vec<std::result::Result<crate::history::Event, String>>>,
+            &ctx,
+        ),
     };
     if args.json {
         println!(

@@ -44,6 +44,26 @@ pub struct Applied {
     changes: Vec<(u64, Change)>,
 }
 
+/// A fault's target, resolved when the fault fires.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// e.g. "broker-2 (owns partition 1 of the topic)".
+    pub label: String,
+    /// The container, for faults on a container.
+    pub node: Option<Node>,
+    /// Its main process on this host, looked up in advance so a kill lands at once.
+    pub pid: Option<i64>,
+}
+
+impl Resolved {
+    fn node(&self) -> Result<Node, NemesisError> {
+        self.node.clone().ok_or_else(|| NemesisError::Target {
+            target: self.label.clone(),
+            reason: "this fault needs a container".into(),
+        })
+    }
+}
+
 /// What a heal did.
 #[derive(Debug, Clone)]
 pub struct Healed {
@@ -72,7 +92,14 @@ pub struct Nemesis {
 /// One fault kind: make it happen, and undo it.
 #[allow(async_fn_in_trait)]
 pub trait Injector {
-    async fn inject(&self, nem: &Nemesis, f: &PlannedFault) -> Result<Applied, NemesisError>;
+    /// What `inject` is about to do, for the history (written before it is done).
+    fn intent(&self, f: &PlannedFault, target: &Resolved) -> String;
+    async fn inject(
+        &self,
+        nem: &Nemesis,
+        f: &PlannedFault,
+        target: &Resolved,
+    ) -> Result<Applied, NemesisError>;
     async fn heal(&self, nem: &Nemesis, applied: &Applied) -> Result<Healed, NemesisError>;
 }
 
@@ -191,23 +218,66 @@ impl Nemesis {
         }
     }
 
+    /// Resolve a planned fault's target now (owners are looked up at this moment).
+    pub async fn prepare(&self, f: &PlannedFault) -> Result<Resolved, NemesisError> {
+        match (&f.kind, &f.target) {
+            (FaultKind::TopicUnload { .. }, _) | (_, PlannedTarget::Cluster) => Ok(Resolved {
+                label: "cluster (admin API)".into(),
+                node: None,
+                pid: None,
+            }),
+            (_, t) => {
+                let (node, label) = self.resolve(t).await?;
+                let pid = self.cluster.host_pid(&node).await;
+                Ok(Resolved {
+                    label,
+                    node: Some(node),
+                    pid,
+                })
+            }
+        }
+    }
+
+    /// What injecting `f` on `target` will do.
+    pub fn intent(&self, f: &PlannedFault, target: &Resolved) -> String {
+        match &f.kind {
+            FaultKind::BrokerRestart { mode, .. }
+            | FaultKind::BookieRestart { mode, .. }
+            | FaultKind::ZookeeperRestart { mode, .. } => Restart { mode: *mode }.intent(f, target),
+            FaultKind::Pause { .. } => Pause.intent(f, target),
+            FaultKind::PacketLoss { percent, .. } => {
+                PacketLoss { percent: *percent }.intent(f, target)
+            }
+            FaultKind::TopicUnload { scope } => Unload {
+                scope: scope.clone(),
+            }
+            .intent_with(self),
+        }
+    }
+
     /// Inject a planned fault with the injector of its kind.
-    pub async fn inject(&self, f: &PlannedFault) -> Result<Applied, NemesisError> {
+    pub async fn inject(
+        &self,
+        f: &PlannedFault,
+        target: &Resolved,
+    ) -> Result<Applied, NemesisError> {
         match &f.kind {
             FaultKind::BrokerRestart { mode, .. }
             | FaultKind::BookieRestart { mode, .. }
             | FaultKind::ZookeeperRestart { mode, .. } => {
-                Restart { mode: *mode }.inject(self, f).await
+                Restart { mode: *mode }.inject(self, f, target).await
             }
-            FaultKind::Pause { .. } => Pause.inject(self, f).await,
+            FaultKind::Pause { .. } => Pause.inject(self, f, target).await,
             FaultKind::PacketLoss { percent, .. } => {
-                PacketLoss { percent: *percent }.inject(self, f).await
+                PacketLoss { percent: *percent }
+                    .inject(self, f, target)
+                    .await
             }
             FaultKind::TopicUnload { scope } => {
                 Unload {
                     scope: scope.clone(),
                 }
-                .inject(self, f)
+                .inject(self, f, target)
                 .await
             }
         }
@@ -242,16 +312,48 @@ impl Nemesis {
 }
 
 impl Injector for Restart {
-    async fn inject(&self, nem: &Nemesis, f: &PlannedFault) -> Result<Applied, NemesisError> {
-        let (node, target) = nem.resolve(&f.target).await?;
+    fn intent(&self, f: &PlannedFault, target: &Resolved) -> String {
+        let name = target
+            .node
+            .as_ref()
+            .map(|n| n.name.clone())
+            .unwrap_or_default();
+        let stop = match self.mode {
+            RestartMode::Kill => match target.pid {
+                Some(pid) => format!("kill -KILL {pid} (the main process of {name})"),
+                None => format!("docker kill --signal SIGKILL {name}"),
+            },
+            RestartMode::Graceful => {
+                format!("docker stop --time {} {name}", STOP_TIMEOUT.as_secs())
+            }
+        };
+        format!(
+            "{stop}; after {}ms: docker start {name}",
+            f.hold().as_millis()
+        )
+    }
+
+    async fn inject(
+        &self,
+        nem: &Nemesis,
+        f: &PlannedFault,
+        target: &Resolved,
+    ) -> Result<Applied, NemesisError> {
+        let node = target.node()?;
+        let target_pid = target.pid;
+        let target = target.label.clone();
         let change = nem.journal(Change::Stopped {
             container: node.id.clone(),
         })?;
         let action = match self.mode {
-            RestartMode::Kill => {
-                nem.cluster.kill(&node).await?;
-                format!("docker kill --signal SIGKILL {}", node.name)
-            }
+            RestartMode::Kill => match nem.cluster.kill_now(&node, target_pid).await? {
+                "kill(2)" => format!(
+                    "kill -KILL {} (the main process of {})",
+                    target_pid.unwrap_or(0),
+                    node.name
+                ),
+                _ => format!("docker kill --signal SIGKILL {}", node.name),
+            },
             RestartMode::Graceful => {
                 nem.cluster.stop(&node, STOP_TIMEOUT).await?;
                 format!(
@@ -272,6 +374,10 @@ impl Injector for Restart {
 
     async fn heal(&self, nem: &Nemesis, a: &Applied) -> Result<Healed, NemesisError> {
         let node = a.node.as_ref().expect("restarts have a node");
+        // A kill by kill(2) is seen by Docker a moment later; starting before that is lost.
+        nem.cluster
+            .wait_not_running(node, STOP_TIMEOUT + Duration::from_secs(15))
+            .await?;
         nem.cluster.start(node).await?;
         for (id, _) in &a.changes {
             nem.journal_healed(*id);
@@ -284,8 +390,26 @@ impl Injector for Restart {
 }
 
 impl Injector for Pause {
-    async fn inject(&self, nem: &Nemesis, f: &PlannedFault) -> Result<Applied, NemesisError> {
-        let (node, target) = nem.resolve(&f.target).await?;
+    fn intent(&self, f: &PlannedFault, target: &Resolved) -> String {
+        let name = target
+            .node
+            .as_ref()
+            .map(|n| n.name.clone())
+            .unwrap_or_default();
+        format!(
+            "docker pause {name}; after {}ms: docker unpause {name}",
+            f.hold().as_millis()
+        )
+    }
+
+    async fn inject(
+        &self,
+        nem: &Nemesis,
+        f: &PlannedFault,
+        target: &Resolved,
+    ) -> Result<Applied, NemesisError> {
+        let node = target.node()?;
+        let target = target.label.clone();
         let change = nem.journal(Change::Paused {
             container: node.id.clone(),
         })?;
@@ -336,8 +460,27 @@ pub fn netem_unavailable(output: &str) -> bool {
 }
 
 impl Injector for PacketLoss {
-    async fn inject(&self, nem: &Nemesis, f: &PlannedFault) -> Result<Applied, NemesisError> {
-        let (node, target) = nem.resolve(&f.target).await?;
+    fn intent(&self, f: &PlannedFault, target: &Resolved) -> String {
+        let name = target
+            .node
+            .as_ref()
+            .map(|n| n.name.clone())
+            .unwrap_or_default();
+        format!(
+            "drop {}% of the packets leaving eth0 of {name} for {}ms (tc netem, else nftables)",
+            self.percent,
+            f.hold().as_millis()
+        )
+    }
+
+    async fn inject(
+        &self,
+        nem: &Nemesis,
+        _f: &PlannedFault,
+        target: &Resolved,
+    ) -> Result<Applied, NemesisError> {
+        let node = target.node()?;
+        let target = target.label.clone();
         if std::env::var("PULSAR_CHAOS_FORCE_NFT").is_err() {
             let change = nem.journal(Change::Netem {
                 container: node.id.clone(),
@@ -462,8 +605,37 @@ impl PacketLoss {
     }
 }
 
+impl Unload {
+    fn intent_with(&self, nem: &Nemesis) -> String {
+        match &self.scope {
+            UnloadScope::WorkloadTopic => format!(
+                "PUT {}/admin/v2/{}/unload",
+                nem.admin.base(),
+                crate::admin::topic_path(&nem.topic)
+            ),
+            UnloadScope::Topic(t) => format!(
+                "PUT {}/admin/v2/{}/unload",
+                nem.admin.base(),
+                crate::admin::topic_path(t)
+            ),
+            UnloadScope::Namespace(ns) => {
+                format!("PUT {}/admin/v2/namespaces/{ns}/unload", nem.admin.base())
+            }
+        }
+    }
+}
+
 impl Injector for Unload {
-    async fn inject(&self, nem: &Nemesis, _f: &PlannedFault) -> Result<Applied, NemesisError> {
+    fn intent(&self, _f: &PlannedFault, _target: &Resolved) -> String {
+        "an unload through the admin API".into()
+    }
+
+    async fn inject(
+        &self,
+        nem: &Nemesis,
+        _f: &PlannedFault,
+        _target: &Resolved,
+    ) -> Result<Applied, NemesisError> {
         let (action, result) = match &self.scope {
             UnloadScope::WorkloadTopic => {
                 let path = crate::admin::topic_path(&nem.topic);

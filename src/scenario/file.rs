@@ -74,6 +74,8 @@ pub struct WorkloadFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abort_every: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transactions: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub op_timeout: Option<Dur>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<Dur>,

@@ -137,6 +137,8 @@ pub struct Workload {
     pub rate: Option<u32>,
     /// Abort the first attempt of every k-th transaction on purpose.
     pub abort_every: Option<u32>,
+    /// False: plain sends without transactions (a benchmark baseline; not exactly-once).
+    pub transactions: bool,
     /// How long one request (send, add-partition, commit) may go unanswered.
     pub op_timeout: Duration,
     /// How long the producer may take in all before the run is inconclusive.
@@ -688,6 +690,12 @@ fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
             return err(&["workload", "abort_every"], "must be at least 1");
         }
     }
+    if w.transactions == Some(false) && w.abort_every.is_some() {
+        return err(
+            &["workload", "abort_every"],
+            "needs transactions (transactions: false sends plainly)",
+        );
+    }
     let op_timeout = w.op_timeout.map(|d| d.0).unwrap_or(Duration::from_secs(10));
     if op_timeout < Duration::from_millis(100) {
         return err(&["workload", "op_timeout"], "must be at least 100ms");
@@ -709,6 +717,7 @@ fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
         message_size,
         rate: w.rate,
         abort_every: w.abort_every,
+        transactions: w.transactions.unwrap_or(true),
         op_timeout,
         deadline,
     })
@@ -1012,6 +1021,7 @@ fn resolve_workload_file(w: &Workload) -> WorkloadFile {
         message_size: Some(w.message_size),
         rate: w.rate,
         abort_every: w.abort_every,
+        transactions: Some(w.transactions),
         op_timeout: Some(Dur(w.op_timeout)),
         deadline: Some(Dur(w.deadline)),
     }

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use pulsar_chaos::admin::Admin;
 use pulsar_chaos::cluster::{Role, STOP_TIMEOUT};
 use pulsar_chaos::plan::{PlannedFault, PlannedTarget, Trigger};
-use pulsar_chaos::scenario::{FaultKind, Topology};
+use pulsar_chaos::scenario::{FaultKind, RestartMode, Topology};
 use pulsar_chaos::txn::coordinator::TC_ASSIGN_TOPIC;
 
 use crate::common::*;
@@ -161,7 +161,8 @@ fn packet_loss_hurts_and_is_gone_after_heal() {
                 duration: Duration::from_secs(10),
             },
         };
-        let applied = nem.inject(&f).await.expect("packet loss applies");
+        let target = nem.prepare(&f).await.expect("the target resolves");
+        let applied = nem.inject(&f, &target).await.expect("packet loss applies");
         assert!(applied.detail.contains("method: "), "{}", applied.detail);
         let (during, slowest) = probe(&admin, 20).await;
         assert!(
@@ -172,6 +173,45 @@ fn packet_loss_hurts_and_is_gone_after_heal() {
         let (after, _) = probe(&admin, 20).await;
         assert_eq!(after, 0, "probes still fail after the heal");
         assert!(pulsar_chaos::nemesis::journal::outstanding(&c.run_id).is_empty());
+
+        // Regression: a kill by kill(2) with no hold, healed at once. Docker had not yet seen
+        // the container exit, so `docker start` was a no-op and the broker stayed down.
+        let kill = PlannedFault {
+            name: "kill#1".into(),
+            fault: "kill".into(),
+            kind: FaultKind::BrokerRestart {
+                mode: RestartMode::Kill,
+                down_for: Duration::ZERO,
+            },
+            ..f.clone()
+        };
+        let node = c
+            .node(Role::Standalone, 1)
+            .or_else(|| c.node(Role::Broker, 1))
+            .unwrap()
+            .clone();
+        let pid_before = c.host_pid(&node).await.expect("a host pid");
+        let target = nem.prepare(&kill).await.expect("the target resolves");
+        let applied = nem.inject(&kill, &target).await.expect("the kill applies");
+        assert!(applied.action.contains("kill -KILL"), "{}", applied.action);
+        nem.heal(&kill, &applied).await.expect("heal");
+        assert!(
+            c.is_running(&node).await.unwrap(),
+            "the container is not running after the heal"
+        );
+        assert_ne!(
+            c.host_pid(&node).await,
+            Some(pid_before),
+            "the same process still runs"
+        );
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while admin.broker_ready().await.is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the broker never came back after kill and start"
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
         drop(tc);
     });
 }

@@ -5,4 +5,6 @@ mod common;
 
 mod cli;
 mod cluster;
+mod faults;
 mod produce;
+mod soak;

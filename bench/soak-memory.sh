@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# bench/soak-memory.sh — memory and disk of a soak: runs `pulsar-chaos soak` and samples the
+# harness process's resident memory (VmRSS, and VmHWM at the end) every INTERVAL seconds,
+# then prints the peak, the samples' trend, and the size of the soak directory.
+#
+#   bench/soak-memory.sh scenarios/mixed.yaml 20m [extra soak arguments...]
+#
+# Knobs: INTERVAL=5 (seconds between samples), OUT=bench/results/soak-<UTC time> (the soak's
+# --out and the samples file). The soak's exit code is this script's.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scenario=${1:?usage: bench/soak-memory.sh SCENARIO DURATION [soak args...]}
+duration=${2:?usage: bench/soak-memory.sh SCENARIO DURATION [soak args...]}
+shift 2
+INTERVAL=${INTERVAL:-5}
+OUT=${OUT:-bench/results/soak-$(date -u +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+samples="$OUT/rss.tsv"
+bin=./target/release/pulsar-chaos
+[ -x "$bin" ] || cargo build --release --locked >&2
+
+start=$(date +%s)
+"$bin" soak "$scenario" --duration "$duration" --out "$OUT" --progress plain "$@" &
+pid=$!
+trap 'kill -INT $pid 2>/dev/null || true' INT TERM
+printf 't_s\trss_kib\thwm_kib\tthreads\tsoak_dir_kib\n' >"$samples"
+while kill -0 "$pid" 2>/dev/null; do
+  if st=$(cat "/proc/$pid/status" 2>/dev/null); then
+    rss=$(awk '/^VmRSS/{print $2}' <<<"$st")
+    hwm=$(awk '/^VmHWM/{print $2}' <<<"$st")
+    thr=$(awk '/^Threads/{print $2}' <<<"$st")
+    dir=$(du -sk "$OUT" 2>/dev/null | cut -f1)
+    printf '%s\t%s\t%s\t%s\t%s\n' "$(( $(date +%s) - start ))" "$rss" "$hwm" "$thr" "$dir" >>"$samples"
+  fi
+  sleep "$INTERVAL"
+done
+rc=0
+wait "$pid" || rc=$?
+awk -F'\t' 'NR>1 && $2!="" { n++; if ($2>max) max=$2; if ($3>hwm) hwm=$3; if (n==1) first=$2; last=$2; if ($5>dmax) dmax=$5 }
+  END { printf "samples %d; RSS first %d KiB, last %d KiB, peak %d KiB (VmHWM %d KiB); soak directory peak %d KiB\n", n, first, last, max, hwm, dmax }' "$samples"
+echo "soak directory at the end: $(du -sh "$OUT" | cut -f1) ($OUT); samples: $samples"
+exit "$rc"

@@ -1,0 +1,111 @@
+//! `replay`: run a recorded run again with the same scenario and seed (so the same plan) K
+//! times, and say how many replays ended with the same verdict class as the original.
+
+use std::path::{Path, PathBuf};
+
+use crate::checker::{Status, Verdict};
+use crate::error::{Error, Result};
+use crate::exit;
+use crate::rundir::{RunDir, RunInfo};
+use crate::runner::{self, Request};
+use crate::scenario::{self, ClusterSpec};
+
+/// The exit code for several verdicts: the most severe one (violation, then inconclusive).
+pub fn worst(statuses: &[Status]) -> i32 {
+    if statuses.contains(&Status::Violation) {
+        exit::VIOLATION
+    } else if statuses.contains(&Status::Inconclusive) {
+        exit::INCONCLUSIVE
+    } else {
+        exit::PASS
+    }
+}
+
+pub async fn replay(
+    run_dir: &Path,
+    times: u32,
+    out: Option<PathBuf>,
+    progress: crate::progress::Mode,
+) -> Result<i32> {
+    if times == 0 {
+        return Err(Error::Usage("--times must be at least 1".into()));
+    }
+    let dir = RunDir::open(run_dir)?;
+    let info: RunInfo = dir.read_json("run.json")?;
+    let original: Option<Verdict> = dir.read_json("verdict.json").ok();
+    let mut s = scenario::load(&dir.file("scenario.yaml"))?;
+    if info.topology == "external" {
+        s.cluster = ClusterSpec::External {
+            service_url: info.service_url.clone(),
+            admin_url: info.admin_url.clone(),
+        };
+    }
+    let out = out.unwrap_or_else(|| {
+        run_dir
+            .parent()
+            .map(|p| p.to_path_buf())
+            .unwrap_or_default()
+    });
+    let plan_before = std::fs::read_to_string(dir.file("plan.json")).unwrap_or_default();
+    let want = original.as_ref().map(|v| v.status);
+    eprintln!(
+        "replaying run {} (scenario {}, seed {}) {times} time(s); the original ended: {}",
+        info.run_id,
+        info.scenario,
+        info.seed,
+        want.map(|s| s.to_string())
+            .unwrap_or_else(|| "without a verdict".into())
+    );
+    let mut statuses = Vec::new();
+    for i in 1..=times {
+        let req = Request {
+            scenario: s.clone(),
+            scenario_path: Some(dir.file("scenario.yaml")),
+            seed: info.seed,
+            out: out.clone(),
+            keep_cluster: false,
+            image: info.image.clone(),
+            progress,
+            json: false,
+            reuse: None,
+        };
+        let o = runner::run(req).await?;
+        let plan_now = std::fs::read_to_string(o.run_dir.join("plan.json")).unwrap_or_default();
+        let same_plan = plan_now == plan_before;
+        println!(
+            "replay {i}/{times}: {} ({}){}  {}",
+            o.verdict.status,
+            o.verdict.summary,
+            if same_plan {
+                ""
+            } else {
+                "  [plan differs from the original!]"
+            },
+            o.run_dir.display()
+        );
+        statuses.push(o.verdict.status);
+    }
+    if let Some(w) = want {
+        let same = statuses.iter().filter(|s| **s == w).count();
+        println!("{same} of {times} replay(s) ended with the original verdict ({w})");
+    }
+    Ok(worst(&statuses))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_worst_verdict_decides_the_exit_code() {
+        assert_eq!(worst(&[Status::Pass, Status::Pass]), exit::PASS);
+        assert_eq!(
+            worst(&[Status::Pass, Status::Inconclusive]),
+            exit::INCONCLUSIVE
+        );
+        assert_eq!(
+            worst(&[Status::Inconclusive, Status::Violation]),
+            exit::VIOLATION
+        );
+    }
+}

@@ -1,0 +1,474 @@
+//! `soak`: run a scenario again and again on one cluster (re-created if it breaks), each
+//! iteration with a seed derived from the master seed and a topic of its own, until the time
+//! is up. Passing run directories beyond the last K are pruned; failing ones are kept.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::checker::Status;
+use crate::cli::SoakArgs;
+use crate::cluster::Cluster;
+use crate::error::{Error, Result};
+use crate::exit;
+use crate::lifecycle::RunGuard;
+use crate::report::{self, Case, IndexRow};
+use crate::runner::{self, Request, Reuse};
+use crate::scenario::{self, ClusterSpec};
+
+/// One iteration, as the summary keeps it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Iteration {
+    pub iteration: u64,
+    pub seed: u64,
+    pub status: String,
+    pub summary: String,
+    pub seconds: f64,
+    /// None once pruned.
+    pub run_dir: Option<PathBuf>,
+    pub reproduce: String,
+    /// Fault kind -> how many fired in this iteration.
+    pub faults: BTreeMap<String, u64>,
+}
+
+/// summary.json of a soak.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub scenario: String,
+    pub master_seed: u64,
+    pub started_ms: u64,
+    pub elapsed_s: f64,
+    pub iterations: u64,
+    pub passes: u64,
+    pub violations: u64,
+    pub inconclusive: u64,
+    /// Iterations that could not run (infrastructure).
+    pub errors: u64,
+    pub cluster_restarts: u64,
+    pub faults: BTreeMap<String, u64>,
+    pub interrupted: bool,
+    pub runs: Vec<Iteration>,
+}
+
+impl Summary {
+    /// The exit code: the most severe outcome.
+    pub fn exit_code(&self) -> i32 {
+        if self.violations > 0 {
+            exit::VIOLATION
+        } else if self.errors > 0 && self.passes + self.inconclusive == 0 {
+            exit::INFRASTRUCTURE
+        } else if self.inconclusive > 0 || self.errors > 0 {
+            exit::INCONCLUSIVE
+        } else {
+            exit::PASS
+        }
+    }
+
+    /// The summary table, for people.
+    pub fn table(&self) -> String {
+        let mut t = String::new();
+        t.push_str(&format!(
+            "soak of {} (master seed {}): {} iteration(s) in {:.0}s{}\n",
+            self.scenario,
+            self.master_seed,
+            self.iterations,
+            self.elapsed_s,
+            if self.interrupted {
+                " (interrupted)"
+            } else {
+                ""
+            }
+        ));
+        t.push_str(&format!(
+            "  pass {}   violation {}   inconclusive {}   could not run {}   cluster re-created {}\n",
+            self.passes, self.violations, self.inconclusive, self.errors, self.cluster_restarts
+        ));
+        if !self.faults.is_empty() {
+            let f: Vec<String> = self
+                .faults
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            t.push_str(&format!("  faults fired: {}\n", f.join(", ")));
+        }
+        t.push_str(&format!(
+            "  {:>4}  {:>13}  {:<12}  {:>7}  summary\n",
+            "iter", "seed", "verdict", "seconds"
+        ));
+        for r in &self.runs {
+            t.push_str(&format!(
+                "  {:>4}  {:>13}  {:<12}  {:>7.1}  {}\n",
+                r.iteration,
+                r.seed,
+                r.status,
+                r.seconds,
+                r.summary.chars().take(100).collect::<String>()
+            ));
+        }
+        let failures: Vec<&Iteration> = self.runs.iter().filter(|r| r.status != "pass").collect();
+        if !failures.is_empty() {
+            t.push_str("reproduce the failures with:\n");
+            for r in failures {
+                t.push_str(&format!(
+                    "  {}   # iteration {}: {}\n",
+                    r.reproduce, r.iteration, r.status
+                ));
+            }
+        }
+        t
+    }
+}
+
+/// Remove the run directories of passing iterations beyond the last `keep`.
+pub fn prune(runs: &mut [Iteration], keep: usize) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let passing: Vec<usize> = runs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.status == "pass" && r.run_dir.is_some())
+        .map(|(i, _)| i)
+        .collect();
+    let excess = passing.len().saturating_sub(keep);
+    for &i in passing.iter().take(excess) {
+        if let Some(d) = runs[i].run_dir.take() {
+            let _ = std::fs::remove_dir_all(&d);
+            removed.push(d);
+        }
+    }
+    removed
+}
+
+fn write_outputs(dir: &Path, summary: &Summary, junit: Option<&Path>) -> Result<()> {
+    let text = serde_json::to_string_pretty(summary).expect("summaries serialize");
+    std::fs::write(dir.join("summary.json"), text + "\n")
+        .map_err(Error::io("write summary.json"))?;
+    std::fs::write(dir.join("summary.txt"), summary.table())
+        .map_err(Error::io("write summary.txt"))?;
+    let rows: Vec<IndexRow> = summary
+        .runs
+        .iter()
+        .map(|r| IndexRow {
+            iteration: r.iteration,
+            seed: r.seed,
+            status: r.status.clone(),
+            summary: r.summary.clone(),
+            seconds: r.seconds,
+            run_dir: r
+                .run_dir
+                .as_ref()
+                .and_then(|d| d.file_name())
+                .map(|n| format!("{}/report.html", n.to_string_lossy())),
+            reproduce: r.reproduce.clone(),
+        })
+        .collect();
+    report::write_index(
+        dir,
+        &format!(
+            "soak of {} (master seed {})",
+            summary.scenario, summary.master_seed
+        ),
+        &rows,
+    )?;
+    if let Some(j) = junit {
+        let cases: Vec<Case> = summary
+            .runs
+            .iter()
+            .map(|r| Case {
+                name: format!("iteration {} seed {}", r.iteration, r.seed),
+                seconds: r.seconds,
+                failure: (r.status != "pass").then(|| {
+                    (
+                        r.status.clone(),
+                        r.summary.clone(),
+                        format!(
+                            "seed {}\nreproduce: {}\nrun directory: {}",
+                            r.seed,
+                            r.reproduce,
+                            r.run_dir
+                                .as_ref()
+                                .map(|d| d.display().to_string())
+                                .unwrap_or_else(|| "(pruned)".into())
+                        ),
+                    )
+                }),
+            })
+            .collect();
+        report::write_junit(j, &summary.scenario, &cases)?;
+    }
+    Ok(())
+}
+
+async fn healthy(cluster: &Cluster) -> bool {
+    crate::ready::wait_ready(cluster, Duration::from_secs(120))
+        .await
+        .is_ok()
+}
+
+pub async fn soak(args: SoakArgs) -> Result<i32> {
+    let mut s = scenario::load(&args.scenario)?;
+    // Every iteration gets a topic of its own.
+    s.workload.unique_topic = true;
+    let master = match args.seed.or(s.seed) {
+        Some(x) => x,
+        None => {
+            let x = crate::seed::fresh_seed();
+            eprintln!("no seed given: drew {x}");
+            x
+        }
+    };
+    let soak_id = crate::commands::cluster::new_run_id();
+    let dir = args.out.join(format!("soak-{}-{}", s.name, soak_id));
+    std::fs::create_dir_all(&dir).map_err(Error::io(format!("create {}", dir.display())))?;
+    eprintln!(
+        "soak of {} for {}: master seed {master}, directory {}",
+        s.name,
+        humantime::format_duration(args.duration),
+        dir.display()
+    );
+    let started = Instant::now();
+    let started_ms = crate::rundir::now_ms();
+    let mut summary = Summary {
+        scenario: s.name.clone(),
+        master_seed: master,
+        started_ms,
+        elapsed_s: 0.0,
+        iterations: 0,
+        passes: 0,
+        violations: 0,
+        inconclusive: 0,
+        errors: 0,
+        cluster_restarts: 0,
+        faults: BTreeMap::new(),
+        interrupted: false,
+        runs: Vec::new(),
+    };
+    // One cluster for every iteration.
+    let mut cluster: Option<Arc<Cluster>> = None;
+    let mut cluster_n = 0u64;
+    let mut guards: Vec<RunGuard> = Vec::new();
+    let result: Result<()> = async {
+        loop {
+            if crate::lifecycle::is_stopping() {
+                summary.interrupted = true;
+                break;
+            }
+            if started.elapsed() >= args.duration {
+                break;
+            }
+            if let Some(max) = args.max_iterations {
+                if summary.iterations >= max {
+                    break;
+                }
+            }
+            if let ClusterSpec::Docker(spec) = &s.cluster {
+                let fine = match &cluster {
+                    Some(c) => healthy(c).await,
+                    None => false,
+                };
+                if !fine {
+                    if let Some(c) = cluster.take() {
+                        eprintln!("soak: the cluster is not healthy any more; re-creating it");
+                        let _ = c.down().await;
+                        summary.cluster_restarts += 1;
+                    }
+                    cluster_n += 1;
+                    let run_id = format!("{soak_id}c{cluster_n}");
+                    let (c, _) = runner::start_cluster(
+                        spec,
+                        args.image.as_deref().or(spec.image.as_deref()),
+                        &run_id,
+                        false,
+                    )
+                    .await?;
+                    guards.push(RunGuard::new(&run_id));
+                    cluster = Some(Arc::new(c));
+                }
+            }
+            summary.iterations += 1;
+            let i = summary.iterations;
+            let seed = crate::seed::iteration_seed(master, i);
+            eprintln!(
+                "soak: iteration {i}, seed {seed}; {} elapsed, {} left",
+                humantime::format_duration(Duration::from_secs(started.elapsed().as_secs())),
+                humantime::format_duration(Duration::from_secs(
+                    args.duration.saturating_sub(started.elapsed()).as_secs()
+                ))
+            );
+            let req = Request {
+                scenario: s.clone(),
+                scenario_path: Some(args.scenario.clone()),
+                seed,
+                out: dir.clone(),
+                keep_cluster: false,
+                image: args.image.clone(),
+                progress: args.progress.into(),
+                json: args.json,
+                reuse: cluster.clone().map(|c| Reuse { cluster: c }),
+            };
+            let reproduce = runner::reproduce_command(&args.scenario, seed);
+            let t = Instant::now();
+            match runner::run(req).await {
+                Ok(o) => {
+                    let mut faults = BTreeMap::new();
+                    for f in &o.verdict.faults {
+                        *faults.entry(f.kind.clone()).or_insert(0) += 1;
+                        *summary.faults.entry(f.kind.clone()).or_insert(0) += 1;
+                    }
+                    match o.verdict.status {
+                        Status::Pass => summary.passes += 1,
+                        Status::Violation => summary.violations += 1,
+                        Status::Inconclusive => summary.inconclusive += 1,
+                    }
+                    eprintln!("soak: iteration {i}: {}", o.verdict.summary);
+                    // A passing iteration's topic goes, so the cluster's disk stays bounded.
+                    if o.verdict.status == Status::Pass {
+                        let admin = crate::admin::Admin::new(&o.info.admin_url);
+                        if let Err(e) = admin
+                            .delete_topic(&o.info.topic, o.info.partitions > 1)
+                            .await
+                        {
+                            tracing::warn!("could not delete {}: {e}", o.info.topic);
+                        }
+                    }
+                    let failed = o.verdict.status != Status::Pass;
+                    summary.runs.push(Iteration {
+                        iteration: i,
+                        seed,
+                        status: o.verdict.status.to_string(),
+                        summary: o.verdict.summary.clone(),
+                        seconds: o.elapsed.as_secs_f64(),
+                        run_dir: Some(o.run_dir.clone()),
+                        reproduce,
+                        faults,
+                    });
+                    prune(&mut summary.runs, args.keep_passing);
+                    if failed && args.stop_on_failure {
+                        eprintln!("soak: stopping at the first failure (--stop-on-failure)");
+                        break;
+                    }
+                }
+                Err(Error::Interrupted) => {
+                    summary.iterations -= 1;
+                    summary.interrupted = true;
+                    break;
+                }
+                Err(e) => {
+                    eprintln!("soak: iteration {i} could not run: {e}");
+                    summary.errors += 1;
+                    summary.runs.push(Iteration {
+                        iteration: i,
+                        seed,
+                        status: "error".into(),
+                        summary: e.to_string(),
+                        seconds: t.elapsed().as_secs_f64(),
+                        run_dir: None,
+                        reproduce,
+                        faults: BTreeMap::new(),
+                    });
+                    if args.stop_on_failure {
+                        break;
+                    }
+                    // The next iteration checks the cluster and re-creates it if needed.
+                }
+            }
+            summary.elapsed_s = started.elapsed().as_secs_f64();
+            write_outputs(&dir, &summary, args.junit.as_deref())?;
+        }
+        Ok(())
+    }
+    .await;
+    if let Some(c) = cluster.take() {
+        let _ = c.down().await;
+    }
+    summary.elapsed_s = started.elapsed().as_secs_f64();
+    if crate::lifecycle::is_stopping() {
+        summary.interrupted = true;
+    }
+    write_outputs(&dir, &summary, args.junit.as_deref())?;
+    println!("{}", summary.table());
+    println!(
+        "soak directory: {} (index.html, summary.json)",
+        dir.display()
+    );
+    result?;
+    if summary.interrupted {
+        return Err(Error::Interrupted);
+    }
+    Ok(summary.exit_code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn it(i: u64, status: &str, dir: Option<PathBuf>) -> Iteration {
+        Iteration {
+            iteration: i,
+            seed: i,
+            status: status.into(),
+            summary: String::new(),
+            seconds: 1.0,
+            run_dir: dir,
+            reproduce: format!("pulsar-chaos run s.yaml --seed {i}"),
+            faults: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn pruning_keeps_the_last_passing_and_every_failure() {
+        let base = std::env::temp_dir().join(format!("pc-prune-{}", std::process::id()));
+        let mut runs = Vec::new();
+        for (i, status) in ["pass", "violation", "pass", "pass", "inconclusive", "pass"]
+            .iter()
+            .enumerate()
+        {
+            let d = base.join(format!("r{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            runs.push(it(i as u64, status, Some(d)));
+        }
+        let removed = prune(&mut runs, 2);
+        assert_eq!(removed.len(), 2);
+        assert!(runs[0].run_dir.is_none() && runs[2].run_dir.is_none());
+        assert!(
+            runs[1].run_dir.is_some()
+                && runs[3].run_dir.is_some()
+                && runs[4].run_dir.is_some()
+                && runs[5].run_dir.is_some()
+        );
+        assert!(!base.join("r0").exists() && base.join("r1").exists() && base.join("r5").exists());
+        let _ = std::fs::remove_dir_all(base);
+    }
+
+    #[test]
+    fn the_exit_code_is_the_worst_outcome() {
+        let mut s = Summary {
+            scenario: "s".into(),
+            master_seed: 1,
+            started_ms: 0,
+            elapsed_s: 0.0,
+            iterations: 3,
+            passes: 3,
+            violations: 0,
+            inconclusive: 0,
+            errors: 0,
+            cluster_restarts: 0,
+            faults: BTreeMap::new(),
+            interrupted: false,
+            runs: vec![it(1, "pass", None), it(2, "violation", None)],
+        };
+        assert_eq!(s.exit_code(), exit::PASS);
+        s.inconclusive = 1;
+        assert_eq!(s.exit_code(), exit::INCONCLUSIVE);
+        s.violations = 1;
+        assert_eq!(s.exit_code(), exit::VIOLATION);
+        let t = s.table();
+        assert!(t.contains("reproduce the failures with:"), "{t}");
+        assert!(
+            t.contains("pulsar-chaos run s.yaml --seed 2   # iteration 2: violation"),
+            "{t}"
+        );
+    }
+}
