@@ -23,6 +23,8 @@
 #   TXN_SIZES="100 10 1000 none"   messages per transaction; "none" = no transactions
 #   REPEATS=3             A/B pairs per size
 #   CONCURRENCY=4         see "the mapping" below
+#   OURS_CONCURRENCY=$CONCURRENCY   A's concurrency alone: 2*CONCURRENCY gives A as many
+#                         transactions open at once as B can have (see "the mapping")
 #   BATCH_SIZE=100        messages per batched entry (A: batch_size; B: -bm)
 #   MESSAGE_SIZE=100      payload bytes (A: message_size, the number padded; B: -s)
 #   NOTXN_CHUNK=1000      without transactions: numbers a worker of A sends before it waits
@@ -97,6 +99,7 @@ done
 TXN_SIZES=${TXN_SIZES:-"100 10 1000 none"}
 REPEATS=${REPEATS:-3}
 CONCURRENCY=${CONCURRENCY:-4}
+OURS_CONCURRENCY=${OURS_CONCURRENCY:-$CONCURRENCY}
 BATCH_SIZE=${BATCH_SIZE:-100}
 MESSAGE_SIZE=${MESSAGE_SIZE:-100}
 NOTXN_CHUNK=${NOTXN_CHUNK:-1000}
@@ -145,7 +148,7 @@ workload:
   messages: $n
   txn_size: $size
   batch_size: $BATCH_SIZE
-  concurrency: $CONCURRENCY
+  concurrency: $OURS_CONCURRENCY
   message_size: $MESSAGE_SIZE
   transactions: $txns
   deadline: 4h
@@ -249,7 +252,7 @@ cluster_up
 
 printf 'txn_size\trepeat\ttool\tmessages\tseconds\tmsg_per_s\tdetail\n' >"$TSV"
 {
-  echo "# bench/producer.sh $STAMP: messages=${MESSAGES:-per size} repeats=$REPEATS concurrency=$CONCURRENCY batch_size=$BATCH_SIZE message_size=$MESSAGE_SIZE notxn_chunk=$NOTXN_CHUNK perf_outstanding=$PERF_OUTSTANDING"
+  echo "# bench/producer.sh $STAMP: messages=${MESSAGES:-per size} repeats=$REPEATS concurrency=$CONCURRENCY ours_concurrency=$OURS_CONCURRENCY batch_size=$BATCH_SIZE message_size=$MESSAGE_SIZE notxn_chunk=$NOTXN_CHUNK perf_outstanding=$PERF_OUTSTANDING"
   echo "# image: ${IMAGE:-default}  service: $SERVICE_URL  $(nproc) cores"
   printf '%-8s %-6s %-12s %10s %9s %12s  %s\n' txn_size repeat tool messages seconds msg/s detail
 } | tee "$TXT"

@@ -29,7 +29,8 @@ while kill -0 "$pid" 2>/dev/null; do
     rss=$(awk '/^VmRSS/{print $2}' <<<"$st")
     hwm=$(awk '/^VmHWM/{print $2}' <<<"$st")
     thr=$(awk '/^Threads/{print $2}' <<<"$st")
-    dir=$(du -sk "$OUT" 2>/dev/null | cut -f1)
+    # du fails when a pruned directory vanishes under it: keep sampling.
+    dir=$(du -sk "$OUT" 2>/dev/null | cut -f1) || dir=""
     printf '%s\t%s\t%s\t%s\t%s\n' "$(( $(date +%s) - start ))" "$rss" "$hwm" "$thr" "$dir" >>"$samples"
   fi
   sleep "$INTERVAL"

@@ -195,7 +195,7 @@ pub fn make(scenario: &Scenario, seed: u64) -> Plan {
     }
     // Time triggers first, in time order; then progress triggers by count. Stable: ties keep
     // scenario order.
-    firings.sort_by(|a, b| a.trigger.cmp(&b.trigger));
+    firings.sort_by_key(|a| a.trigger);
     for (i, f) in firings.iter_mut().enumerate() {
         f.id = i as u32;
     }

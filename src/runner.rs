@@ -131,6 +131,20 @@ async fn bring_up(req: &Request, run_id: &str) -> Result<Env> {
     }
 }
 
+/// "a standalone Pulsar" or "a cluster of 2 brokers and 1 bookie", for messages.
+pub fn describe_topology(spec: &crate::scenario::DockerCluster) -> String {
+    let plural = |n: u32, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    match spec.topology {
+        crate::scenario::Topology::Standalone => "a standalone Pulsar".to_string(),
+        crate::scenario::Topology::External => "an existing cluster".to_string(),
+        crate::scenario::Topology::Cluster => format!(
+            "a cluster of {} and {}",
+            plural(spec.brokers, "broker"),
+            plural(spec.bookies, "bookie")
+        ),
+    }
+}
+
 /// Start a cluster in Docker and wait until it serves transactions; removed again on failure.
 pub async fn start_cluster(
     spec: &crate::scenario::DockerCluster,
@@ -139,7 +153,7 @@ pub async fn start_cluster(
     keep: bool,
 ) -> Result<(Cluster, String)> {
     let (engine, img) = crate::commands::cluster::engine_and_image(image).await?;
-    eprintln!("starting a {} cluster (run {run_id})", spec.topology);
+    eprintln!("starting {} (run {run_id})", describe_topology(spec));
     let cluster = Cluster::up(engine, spec, run_id, &img, keep).await?;
     if let Err(e) = crate::ready::wait_ready(&cluster, spec.ready_timeout).await {
         let _ = cluster.down().await;

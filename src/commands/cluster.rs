@@ -63,7 +63,10 @@ pub async fn up(args: ClusterUpArgs) -> Result<i32> {
     let run_id = new_run_id();
     let guard = RunGuard::new(&run_id);
     let started = std::time::Instant::now();
-    eprintln!("starting a {} cluster, run id {run_id}", spec.topology);
+    eprintln!(
+        "starting {}, run id {run_id}",
+        crate::runner::describe_topology(&spec)
+    );
     let cluster = Cluster::up(engine, &spec, &run_id, &img, true).await?;
     let ready = match crate::ready::wait_ready(&cluster, spec.ready_timeout).await {
         Ok(r) => r,

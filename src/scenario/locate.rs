@@ -131,15 +131,11 @@ impl Receiver {
 impl MarkedEventReceiver for Receiver {
     fn on_event(&mut self, ev: Event, mark: Marker) {
         match ev {
-            Event::Scalar(ref v, ..) => {
-                if !self.node_start(mark, Some(v)) {
-                    self.node_end();
-                }
+            Event::Scalar(ref v, ..) if !self.node_start(mark, Some(v)) => {
+                self.node_end();
             }
-            Event::Alias(_) => {
-                if !self.node_start(mark, None) {
-                    self.node_end();
-                }
+            Event::Alias(_) if !self.node_start(mark, None) => {
+                self.node_end();
             }
             Event::MappingStart(..) => {
                 let is_key = self.node_start(mark, None);

@@ -863,7 +863,7 @@ fn validate_fault(
         }
         _ => {}
     }
-    let schedule = validate_schedule(&common.schedule, workload)?;
+    let schedule = validate_schedule(common.schedule, workload)?;
     let name = match &common.name {
         Some(n) if !n.trim().is_empty() => n.clone(),
         Some(_) => return err(&["name"], "must not be empty"),

@@ -179,7 +179,6 @@ async fn close(client: &Client, sub: &Sub) {
     c.close_consumer = Some(proto::CommandCloseConsumer {
         consumer_id: sub.consumer_id,
         request_id: rid,
-        ..Default::default()
     });
     let _ = sub
         .conn
