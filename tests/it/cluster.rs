@@ -227,21 +227,7 @@ fn clean_removes_what_a_killed_run_left() {
             standalone_cluster_yaml()
         ),
     );
-    let mut child = std::process::Command::new(BIN)
-        .args([
-            "run",
-            scenario.to_str().unwrap(),
-            "--seed",
-            "1",
-            "--out",
-            dir.to_str().unwrap(),
-            "--progress",
-            "none",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run(&scenario, 1, &dir, &[], true);
     // Wait until the run has a history (its cluster is up and producing).
     let deadline = Instant::now() + Duration::from_secs(300);
     let history = loop {

@@ -13,6 +13,38 @@ use pulsar_chaos::scenario::{DockerCluster, Topology};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_pulsar-chaos");
 
+/// `pulsar-chaos run SCENARIO --seed SEED --out DIR [extra] --progress none` in the
+/// background, stdout discarded; stderr piped when `keep_stderr`, else discarded.
+pub fn spawn_run(
+    scenario: &Path,
+    seed: u64,
+    dir: &Path,
+    extra: &[&str],
+    keep_stderr: bool,
+) -> std::process::Child {
+    let seed = seed.to_string();
+    let mut args = vec![
+        "run",
+        scenario.to_str().unwrap(),
+        "--seed",
+        &seed,
+        "--out",
+        dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--progress", "none"]);
+    Command::new(BIN)
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(if keep_stderr {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        })
+        .spawn()
+        .unwrap()
+}
+
 /// A fresh directory under target/ for one test.
 pub fn tmpdir(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(

@@ -316,22 +316,7 @@ fn sigint_mid_fault_heals_it_and_removes_the_cluster() {
         &format!("name: sigint\n{}workload:\n  topic: persistent://public/default/sigint\n  messages: 10000000\n  rate: 500\n{LONG_FAULTS}", standalone_cluster_yaml()),
     );
     // Kept cluster: the fault is healed and the cluster stays.
-    let mut child = std::process::Command::new(BIN)
-        .args([
-            "run",
-            scenario.to_str().unwrap(),
-            "--seed",
-            "3",
-            "--out",
-            dir.to_str().unwrap(),
-            "--keep-cluster",
-            "--progress",
-            "none",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run(&scenario, 3, &dir, &["--keep-cluster"], true);
     let run_dir = wait_for_event(&dir, "\"fault_applied\"", &mut child);
     let run_id = run_id_of(&run_dir);
     assert!(
@@ -359,21 +344,7 @@ fn sigint_mid_fault_heals_it_and_removes_the_cluster() {
     );
 
     // Not kept: nothing labelled is left.
-    let mut child = std::process::Command::new(BIN)
-        .args([
-            "run",
-            scenario.to_str().unwrap(),
-            "--seed",
-            "3",
-            "--out",
-            dir.to_str().unwrap(),
-            "--progress",
-            "none",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run(&scenario, 3, &dir, &[], true);
     let deadline = Instant::now() + Duration::from_secs(300);
     let run_dir = loop {
         let found = std::fs::read_dir(&dir)
@@ -426,21 +397,7 @@ fn sigkill_mid_fault_is_undone_by_clean() {
             standalone_cluster_yaml()
         ),
     );
-    let mut child = std::process::Command::new(BIN)
-        .args([
-            "run",
-            scenario.to_str().unwrap(),
-            "--seed",
-            "4",
-            "--out",
-            dir.to_str().unwrap(),
-            "--progress",
-            "none",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run(&scenario, 4, &dir, &[], false);
     let run_dir = wait_for_event(&dir, "\"fault_applied\"", &mut child);
     let run_id = run_id_of(&run_dir);
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };

@@ -203,21 +203,7 @@ fn a_run_killed_mid_way_resumes_without_losing_a_number() {
             standalone_cluster_yaml()
         ),
     );
-    let mut child = std::process::Command::new(BIN)
-        .args([
-            "run",
-            scenario.to_str().unwrap(),
-            "--seed",
-            "13",
-            "--out",
-            dir.to_str().unwrap(),
-            "--progress",
-            "none",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run(&scenario, 13, &dir, &[], false);
     // Kill it once a few thousand numbers are committed.
     let deadline = Instant::now() + Duration::from_secs(300);
     let run_dir = loop {
