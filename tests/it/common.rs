@@ -187,11 +187,15 @@ pub async fn independent_readback(service_url: &str, topic: &str) -> Vec<Vec<u8>
     use pulsar::{
         consumer::InitialPosition, Consumer, ConsumerOptions, Pulsar, SubType, TokioExecutor,
     };
-    let pulsar: Pulsar<TokioExecutor> = Pulsar::builder(service_url, TokioExecutor)
-        .build()
-        .await
-        .unwrap();
-    let mut consumer: Consumer<Vec<u8>, TokioExecutor> = pulsar
+    // Every step is bounded: a read that cannot finish fails the test instead of hanging it
+    // (seen once: the naive coordinator-chaos test hung here for 15+ minutes).
+    let bound = Duration::from_secs(120);
+    let pulsar: Pulsar<TokioExecutor> =
+        tokio::time::timeout(bound, Pulsar::builder(service_url, TokioExecutor).build())
+            .await
+            .expect("connecting the independent reader timed out")
+            .unwrap();
+    let consumer = pulsar
         .consumer()
         .with_topic(topic)
         .with_subscription(format!("independent-{}", rand_id()))
@@ -201,10 +205,15 @@ pub async fn independent_readback(service_url: &str, topic: &str) -> Vec<Vec<u8>
                 .durable(false)
                 .with_initial_position(InitialPosition::Earliest),
         )
-        .build()
+        .build();
+    let mut consumer: Consumer<Vec<u8>, TokioExecutor> = tokio::time::timeout(bound, consumer)
         .await
+        .expect("subscribing the independent reader timed out")
         .unwrap();
-    let last = consumer.get_last_message_id().await.unwrap();
+    let last = tokio::time::timeout(bound, consumer.get_last_message_id())
+        .await
+        .expect("the last message ids did not come")
+        .unwrap();
     let mut remaining: std::collections::HashMap<i32, (u64, u64, i32)> = last
         .iter()
         .filter(|id| id.ledger_id != u64::MAX)
