@@ -13,8 +13,31 @@ use pulsar_chaos::scenario::{DockerCluster, Topology};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_pulsar-chaos");
 
-/// `pulsar-chaos run SCENARIO --seed SEED --out DIR [extra] --progress none` in the
-/// background, stdout discarded; stderr piped when `keep_stderr`, else discarded.
+/// The arguments of `pulsar-chaos run SCENARIO --seed SEED --out DIR [extra] --progress none`.
+fn run_args(scenario: &Path, seed: u64, dir: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "run".into(),
+        scenario.to_str().unwrap().into(),
+        "--seed".into(),
+        seed.to_string(),
+        "--out".into(),
+        dir.to_str().unwrap().into(),
+    ];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args.extend(["--progress".to_string(), "none".to_string()]);
+    args
+}
+
+/// That run, waited for.
+pub fn run_scenario(scenario: &Path, seed: u64, dir: &Path, extra: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(run_args(scenario, seed, dir, extra))
+        .output()
+        .expect("the binary runs")
+}
+
+/// That run in the background, stdout discarded; stderr piped when `keep_stderr`, else
+/// discarded.
 pub fn spawn_run(
     scenario: &Path,
     seed: u64,
@@ -22,19 +45,8 @@ pub fn spawn_run(
     extra: &[&str],
     keep_stderr: bool,
 ) -> std::process::Child {
-    let seed = seed.to_string();
-    let mut args = vec![
-        "run",
-        scenario.to_str().unwrap(),
-        "--seed",
-        &seed,
-        "--out",
-        dir.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    args.extend_from_slice(&["--progress", "none"]);
     Command::new(BIN)
-        .args(&args)
+        .args(run_args(scenario, seed, dir, extra))
         .stdout(std::process::Stdio::null())
         .stderr(if keep_stderr {
             std::process::Stdio::piped()

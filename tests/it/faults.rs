@@ -157,17 +157,7 @@ faults:\n{}",
             .concat()
         ),
     );
-    let o = run(&[
-        "run",
-        scenario.to_str().unwrap(),
-        "--seed",
-        "21",
-        "--out",
-        dir.to_str().unwrap(),
-        "--keep-cluster",
-        "--progress",
-        "none",
-    ]);
+    let o = run_scenario(&scenario, 21, &dir, &["--keep-cluster"]);
     let t = text(&o);
     assert!(matches!(o.status.code(), Some(0) | Some(1)), "{t}");
     let run_dir = run_dir_of(&t);
@@ -432,17 +422,7 @@ fn the_naive_policy_under_coordinator_chaos_is_judged_and_attributed() {
         .replace("messages: 200000", "messages: 120000");
     assert!(naive.contains("resend: naive"));
     let scenario = write(&dir, "coordinator-chaos-naive.yaml", &naive);
-    let o = run(&[
-        "run",
-        scenario.to_str().unwrap(),
-        "--seed",
-        "7",
-        "--out",
-        dir.to_str().unwrap(),
-        "--keep-cluster",
-        "--progress",
-        "none",
-    ]);
+    let o = run_scenario(&scenario, 7, &dir, &["--keep-cluster"]);
     let t = text(&o);
     assert!(matches!(o.status.code(), Some(0) | Some(1)), "{t}");
     let run_dir = run_dir_of(&t);

@@ -17,17 +17,7 @@ fn a_hundred_thousand_numbers_pass_and_an_independent_read_agrees() {
             standalone_cluster_yaml()
         ),
     );
-    let o = run(&[
-        "run",
-        scenario.to_str().unwrap(),
-        "--seed",
-        "11",
-        "--out",
-        dir.to_str().unwrap(),
-        "--keep-cluster",
-        "--progress",
-        "none",
-    ]);
+    let o = run_scenario(&scenario, 11, &dir, &["--keep-cluster"]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     let run_dir = run_dir_of(&t);
@@ -72,16 +62,7 @@ fn deliberately_aborted_transactions_stay_invisible_and_their_numbers_arrive_onc
             standalone_cluster_yaml()
         ),
     );
-    let o = run(&[
-        "run",
-        scenario.to_str().unwrap(),
-        "--seed",
-        "12",
-        "--out",
-        dir.to_str().unwrap(),
-        "--progress",
-        "none",
-    ]);
+    let o = run_scenario(&scenario, 12, &dir, &[]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     let run_dir = run_dir_of(&t);
