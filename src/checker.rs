@@ -829,6 +829,27 @@ pub struct Verdict {
     pub producer: Option<ProducerSummary>,
     pub attempts: Vec<AttemptRecord>,
     pub faults: Vec<FaultRecord>,
+    /// The run stopped making progress with no fault active (a liveness finding).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<StallFinding>,
+}
+
+/// A stall: what the producer was told meanwhile and what the brokers logged about the topic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StallFinding {
+    /// Run time (ms) of the last commit or fault activity.
+    pub since_ms: u64,
+    /// Run time (ms) at which the harness gave up.
+    pub detected_ms: u64,
+    /// Attempts that ended without a commit from `since_ms` on.
+    pub failed_attempts: u64,
+    /// The most frequent failures (count, the producer's words), most frequent first.
+    pub failures: Vec<(u64, String)>,
+    /// Repeated WARN/ERROR broker log lines about the topic from `since_ms` on.
+    pub broker_log: Vec<crate::stall::LogEvidence>,
+    /// A known Pulsar bug the evidence matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub likely_cause: Option<String>,
 }
 
 /// A duplicated stretch with the message ids of each copy (for the first values).
@@ -850,6 +871,10 @@ pub struct Context {
     pub readback_incomplete: Option<String>,
     /// Message ids of duplicated values (second read).
     pub duplicate_ids: HashMap<u64, Vec<MsgId>>,
+    /// Broker log lines about the topic during a stall (gathered by the runner).
+    pub stall_log: Vec<crate::stall::LogEvidence>,
+    /// A known bug those lines match.
+    pub stall_cause: Option<String>,
 }
 
 /// What the history says, gathered in one pass. Only attempts that carried an anomalous
@@ -865,13 +890,33 @@ struct HistoryView {
     /// Faults healed whose first commit after the heal is not seen yet.
     awaiting_recovery: Vec<usize>,
     last_commit: Option<u64>,
+    /// Failures since the last commit or heal: shape -> (count, first detail).
+    failing: BTreeMap<String, (u64, String)>,
+    failing_n: u64,
+    stall: Option<StallFinding>,
     /// History lines that could not be read, and the first error.
     unreadable: u64,
     first_error: Option<String>,
 }
 
 impl HistoryView {
+    fn progress(&mut self) {
+        self.failing.clear();
+        self.failing_n = 0;
+    }
+
+    fn failed(&mut self, detail: &str) {
+        self.failing_n += 1;
+        let shape = shape_of(detail);
+        if let Some(e) = self.failing.get_mut(&shape) {
+            e.0 += 1;
+        } else if self.failing.len() < 64 {
+            self.failing.insert(shape, (1, detail.to_string()));
+        }
+    }
+
     fn commit_at(&mut self, t: u64) {
+        self.progress();
         self.last_commit = Some(self.last_commit.map_or(t, |c| c.max(t)));
         let faults = &mut self.faults;
         let before = &self.commit_before;
@@ -887,6 +932,24 @@ impl HistoryView {
             }
         });
     }
+}
+
+/// Digit runs replaced, so that failures differing only in ids count as one kind.
+fn shape_of(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut digits = false;
+    for c in s.chars() {
+        if c.is_ascii_digit() {
+            if !digits {
+                out.push('#');
+            }
+            digits = true;
+        } else {
+            digits = false;
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn intersects(numbers: &[(u64, u64)], anomalies: &RangeInclusiveSet<u64>) -> bool {
@@ -961,8 +1024,14 @@ where
                         v.producer.committed += 1;
                         v.commit_at(t);
                     }
-                    Outcome::Aborted => v.producer.aborted += 1,
-                    Outcome::Ambiguous => v.producer.ambiguous += 1,
+                    Outcome::Aborted => {
+                        v.producer.aborted += 1;
+                        v.failed(&detail);
+                    }
+                    Outcome::Ambiguous => {
+                        v.producer.ambiguous += 1;
+                        v.failed(&detail);
+                    }
                 }
                 if let Some(a) = v.attempts.get_mut(&attempt) {
                     a.outcome = Some(outcome);
@@ -1038,11 +1107,25 @@ where
                 }
             }
             EventBody::FaultHealed { fault, ok, .. } => {
+                v.progress();
                 if let Some(i) = open_faults.remove(&fault) {
                     v.faults[i].healed_ms = Some(t);
                     v.faults[i].heal_ok = ok;
                     v.awaiting_recovery.push(i);
                 }
+            }
+            EventBody::Stalled { since_ms, .. } => {
+                let mut failures: Vec<(u64, String)> = v.failing.values().cloned().collect();
+                failures.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+                failures.truncate(3);
+                v.stall = Some(StallFinding {
+                    since_ms,
+                    detected_ms: t,
+                    failed_attempts: v.failing_n,
+                    failures,
+                    broker_log: Vec::new(),
+                    likely_cause: None,
+                });
             }
             EventBody::ProducerFinished { complete, .. } => {
                 v.saw_producer = true;
@@ -1271,6 +1354,30 @@ where
             );
         }
     }
+    let mut stall = view.as_ref().and_then(|v| v.stall.clone());
+    if let Some(st) = &mut stall {
+        st.broker_log = ctx.stall_log.clone();
+        st.likely_cause = ctx.stall_cause.clone();
+        let mut why = format!(
+            "the run stalled: nothing committed for {:.0}s (from t={:.1}s) with no fault active, so the harness stopped the producer; {} attempt(s) failed meanwhile",
+            (st.detected_ms.saturating_sub(st.since_ms)) as f64 / 1000.0,
+            st.since_ms as f64 / 1000.0,
+            st.failed_attempts
+        );
+        if let Some((n, d)) = st.failures.first() {
+            why.push_str(&format!(", {n} with: {d}"));
+        }
+        reasons.push(why);
+        for e in st.broker_log.iter().take(3) {
+            notes.push(format!(
+                "{} logged {} {}x about {} from {} to {}: {}",
+                e.node, e.level, e.count, e.topic, e.first, e.last, e.message
+            ));
+        }
+        if let Some(c) = &st.likely_cause {
+            notes.push(format!("likely cause: {c}"));
+        }
+    }
     let violation = findings.duplicate_values > 0
         || findings.unexpected_total > 0
         || (findings.missing_total > 0 && reasons.is_empty());
@@ -1312,6 +1419,7 @@ where
         producer,
         attempts,
         faults,
+        stall,
     }
 }
 
@@ -2001,6 +2109,122 @@ mod tests {
         let v = verdict(tally_of(1, &[0]), Some(ok(h)), &Context::default());
         assert_eq!(v.faults[0].recovery_ms, Some(15));
         assert_eq!(v.faults[0].commit_gap_ms, Some(35));
+    }
+
+    #[test]
+    fn a_stall_is_inconclusive_with_the_failures_since_the_last_progress_and_the_broker_lines() {
+        let aborted = |t: u64, attempt: u64, detail: &str| {
+            ev(
+                t,
+                EventBody::TxnOutcome {
+                    attempt,
+                    txn: TxnId {
+                        most: 0,
+                        least: attempt,
+                    },
+                    outcome: Outcome::Aborted,
+                    detail: detail.into(),
+                },
+            )
+        };
+        let h = vec![
+            // Before the last commit: not part of the stall.
+            aborted(5, 1, "a SEND timed out"),
+            ev(
+                10,
+                EventBody::TxnOutcome {
+                    attempt: 2,
+                    txn: T2,
+                    outcome: Outcome::Committed,
+                    detail: String::new(),
+                },
+            ),
+            aborted(
+                20,
+                3,
+                "the broker closed producer 1 (topic unloaded or moved)",
+            ),
+            aborted(
+                30,
+                4,
+                "the broker closed producer 2 (topic unloaded or moved)",
+            ),
+            aborted(40, 5, "a SEND failed: PersistenceError"),
+            ev(
+                70_010,
+                EventBody::Stalled {
+                    since_ms: 10,
+                    idle_ms: 70_000,
+                    detail: "nothing committed for 70s with no fault active".into(),
+                },
+            ),
+            ev(
+                70_020,
+                EventBody::ProducerFinished {
+                    committed: 1,
+                    aborted: 4,
+                    ambiguous: 0,
+                    messages_committed: 1,
+                    complete: false,
+                    detail: "stopped: stalled".into(),
+                },
+            ),
+        ];
+        let ctx = Context {
+            stall_log: vec![crate::stall::LogEvidence {
+                node: "broker-1".into(),
+                topic: "t-partition-1".into(),
+                level: "WARN".into(),
+                message: "PersistentTopic: Failed to persist msg in store".into(),
+                count: 687,
+                first: "2026-11-30T07:23:43,454".into(),
+                last: "2026-11-30T07:30:12,000".into(),
+            }],
+            stall_cause: Some("the transaction buffer bug".into()),
+            ..Context::default()
+        };
+        let v = verdict(tally_of(2, &[1]), Some(ok(h)), &ctx);
+        assert_eq!(v.status, Status::Inconclusive, "{}", v.summary);
+        let st = v.stall.as_ref().expect("a stall finding");
+        assert_eq!((st.since_ms, st.detected_ms), (10, 70_010));
+        assert_eq!(st.failed_attempts, 3);
+        // Failures differing only in ids count as one kind.
+        assert_eq!(
+            st.failures[0],
+            (
+                2,
+                "the broker closed producer 1 (topic unloaded or moved)".to_string()
+            )
+        );
+        assert_eq!(st.broker_log.len(), 1);
+        assert!(
+            v.reasons
+                .iter()
+                .any(|r| r.contains("the run stalled: nothing committed for 70s")
+                    && r.contains(
+                        "3 attempt(s) failed meanwhile, 2 with: the broker closed producer 1"
+                    )),
+            "{:?}",
+            v.reasons
+        );
+        assert!(
+            v.notes
+                .iter()
+                .any(|n| n.contains("broker-1 logged WARN 687x about t-partition-1")),
+            "{:?}",
+            v.notes
+        );
+        assert!(
+            v.notes
+                .iter()
+                .any(|n| n == "likely cause: the transaction buffer bug"),
+            "{:?}",
+            v.notes
+        );
+        assert!(v.summary.contains("the run stalled"), "{}", v.summary);
+        // A run without a stall event has no stall finding, whatever the context holds.
+        let v = verdict(tally_of(1, &[0]), Some(ok(Vec::new())), &ctx);
+        assert!(v.stall.is_none());
     }
 
     fn ev(t: u64, body: EventBody) -> Event {

@@ -160,6 +160,13 @@ pub enum EventBody {
         complete: bool,
         detail: String,
     },
+    /// Nothing committed for `idle_ms` (since `since_ms`) with no fault active: the harness
+    /// stopped the producer instead of waiting out the deadline.
+    Stalled {
+        since_ms: u64,
+        idle_ms: u64,
+        detail: String,
+    },
     /// Free text of note (reconnects, resume, read-back start and end).
     Note { message: String },
 }

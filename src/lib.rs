@@ -21,5 +21,6 @@ pub mod rundir;
 pub mod runner;
 pub mod scenario;
 pub mod seed;
+pub mod stall;
 pub mod txn;
 pub mod workload;

@@ -1261,6 +1261,13 @@ fn header(h: &mut String, info: &RunInfo, plan: &Plan, v: &Verdict) {
         }
         h.push_str("</ul>");
     }
+    if !v.notes.is_empty() {
+        h.push_str("<p>Notes:</p><ul class=\"notes\">");
+        for n in &v.notes {
+            w!(h, "<li>{}</li>", esc(n));
+        }
+        h.push_str("</ul>");
+    }
     h.push_str("</section>\n<dl class=\"meta\">");
     let image = info.image.clone().unwrap_or_else(|| "-".to_string());
     let facts: [(&str, String); 12] = [

@@ -12,7 +12,7 @@ use tokio::sync::{watch, Mutex};
 
 use crate::admin::Admin;
 use crate::checker::{self, Context, Verdict};
-use crate::cluster::{image, Cluster};
+use crate::cluster::{image, Cluster, Role};
 use crate::error::{Error, Result};
 use crate::history::{self, EventBody, History};
 use crate::journal::Journal;
@@ -22,6 +22,7 @@ use crate::plan::{self, Plan, PlannedFault, Trigger};
 use crate::progress::Progress;
 use crate::rundir::{now_ms, RunDir, RunInfo};
 use crate::scenario::{ClusterSpec, Guard, Scenario, Topology, GUARD_WAIT};
+use crate::stall::StallWatch;
 use crate::workload::{self, Producer, Stats};
 
 /// The durable subscription that holds the workload topic's messages until the read-back.
@@ -444,8 +445,25 @@ async fn execute(
             }
         })
     };
+    let stall_watch = w.stall_timeout.map(|timeout| {
+        watch_stall(
+            timeout,
+            producer.clone(),
+            stats.clone(),
+            active.clone(),
+            history.clone(),
+        )
+    });
     let report = producer.run().await;
     watcher.abort();
+    let stalled_since = match stall_watch {
+        Some(t) if t.is_finished() => t.await.ok().flatten(),
+        Some(t) => {
+            t.abort();
+            None
+        }
+        None => None,
+    };
     let _ = stop_tx.send(true);
     for t in fault_tasks {
         let _ = t.await;
@@ -531,13 +549,42 @@ async fn execute(
         ),
     });
     history.flush();
+    // Logs for a run that did not go well: every container's, and for a stall the broker
+    // lines about the topic since it began.
+    let mut logs: Option<Vec<(Role, String, String)>> = None;
+    let mut stall_log = Vec::new();
+    let mut stall_cause = None;
+    if let (Some(c), Some(since)) = (&env.cluster, stalled_since) {
+        let all = save_logs(dir, c).await;
+        let since_wall = now_ms()
+            .saturating_sub(history.now_ms())
+            .saturating_add(since);
+        let (namespace, base) = match info.topic.rsplit_once('/') {
+            Some((ns, base)) => (format!("{ns}/"), base.to_string()),
+            None => (String::new(), info.topic.clone()),
+        };
+        for (role, name, log) in &all {
+            if matches!(role, Role::Broker | Role::Standalone) {
+                stall_log.extend(crate::stall::scan_log(name, log, &base, since_wall, 3));
+            }
+        }
+        stall_log.sort_by(|a, b| b.count.cmp(&a.count));
+        stall_log.truncate(10);
+        stall_cause = crate::stall::known_cause(&stall_log, &namespace);
+        logs = Some(all);
+    }
     let ctx = Context {
         seed: Some(info.seed),
         readback_incomplete: incomplete.or(rb.incomplete.clone()),
         duplicate_ids: rb.duplicate_ids.clone(),
+        stall_log,
+        stall_cause,
     };
     let events = history::read(&history_path)?;
     let verdict = checker::verdict(rb.findings, Some(events), &ctx);
+    if let (Some(c), None, false) = (&env.cluster, &logs, verdict.status == checker::Status::Pass) {
+        save_logs(dir, c).await;
+    }
     dir.write_json("verdict.json", &verdict)?;
     crate::report::write_html(dir, info, plan, &verdict)?;
     Ok(Outcome {
@@ -546,6 +593,57 @@ async fn execute(
         info: info.clone(),
         elapsed: started.elapsed(),
         producer: report,
+    })
+}
+
+/// Write every container's log to `logs/<node>.log` in the run directory; the logs, too.
+async fn save_logs(dir: &RunDir, c: &Cluster) -> Vec<(Role, String, String)> {
+    let all = c.logs_full().await;
+    let logs_dir = dir.file("logs");
+    if let Err(e) = std::fs::create_dir_all(&logs_dir) {
+        tracing::warn!("cannot create {}: {e}", logs_dir.display());
+        return all;
+    }
+    for (_, name, log) in &all {
+        let path = logs_dir.join(format!("{name}.log"));
+        if let Err(e) = std::fs::write(&path, log) {
+            tracing::warn!("cannot write {}: {e}", path.display());
+        }
+    }
+    all
+}
+
+/// Stop the producer when nothing has committed for `timeout` with no fault active. Ends with
+/// the run time the stall began, or runs until aborted.
+fn watch_stall(
+    timeout: Duration,
+    producer: Arc<Producer>,
+    stats: Arc<Stats>,
+    active: Arc<Mutex<Vec<String>>>,
+    history: History,
+) -> tokio::task::JoinHandle<Option<u64>> {
+    tokio::spawn(async move {
+        let committed = || stats.messages_committed.load(Ordering::Relaxed);
+        let mut watch = StallWatch::new(timeout, history.now_ms(), committed());
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            let faults_active = !active.lock().await.is_empty();
+            let now = history.now_ms();
+            if let Some(since) = watch.observe(now, committed(), faults_active) {
+                let detail = format!(
+                    "nothing committed for {}s with no fault active",
+                    (now - since) / 1000
+                );
+                history.record(EventBody::Stalled {
+                    since_ms: since,
+                    idle_ms: now - since,
+                    detail: detail.clone(),
+                });
+                producer.stop(&format!("stalled: {detail}"));
+                return Some(since);
+            }
+        }
     })
 }
 

@@ -457,10 +457,19 @@ impl Engine {
 
     /// The last `lines` lines of a container's output.
     pub async fn logs_tail(&self, id: &str, lines: usize) -> String {
+        self.logs(id, &lines.to_string()).await
+    }
+
+    /// A container's whole output (every start of it).
+    pub async fn logs_all(&self, id: &str) -> String {
+        self.logs(id, "all").await
+    }
+
+    async fn logs(&self, id: &str, tail: &str) -> String {
         let opts = LogsOptionsBuilder::default()
             .stdout(true)
             .stderr(true)
-            .tail(&lines.to_string())
+            .tail(tail)
             .build();
         let mut s = self.docker.logs(id, Some(opts));
         let mut out = String::new();

@@ -571,6 +571,18 @@ impl Cluster {
         out
     }
 
+    /// The whole log of every Pulsar container (not the init or sidecar ones): (role, name, log).
+    pub async fn logs_full(&self) -> Vec<(Role, String, String)> {
+        let mut out = Vec::new();
+        for n in &self.nodes {
+            if n.role == Role::Init || n.role == Role::Sidecar {
+                continue;
+            }
+            out.push((n.role, n.label(), self.engine.logs_all(&n.id).await));
+        }
+        out
+    }
+
     /// Find the cluster of a run by its labels (for `cluster status/down`, `--resume`).
     pub async fn attach(engine: Engine, run_id: &str) -> Result<Cluster, ClusterError> {
         let listed = engine

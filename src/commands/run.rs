@@ -43,9 +43,29 @@ pub fn print_verdict(v: &Verdict, reproduce: Option<&str>) {
             f.target,
             f.action,
             f.recovery_ms
-                .map(|r| format!(" (commits flowed again {r}ms after the heal)"))
+                .map(|r| format!(" (first commit {r}ms after the heal)"))
                 .unwrap_or_default()
         );
+    }
+    if let Some(st) = &v.stall {
+        println!(
+            "  stalled: nothing committed from t={:.1}s to t={:.1}s with no fault active; {} attempt(s) failed",
+            st.since_ms as f64 / 1000.0,
+            st.detected_ms as f64 / 1000.0,
+            st.failed_attempts
+        );
+        for (n, d) in &st.failures {
+            println!("    {n}x: {d}");
+        }
+        for e in st.broker_log.iter().take(5) {
+            println!(
+                "    {} {} {}x about {} ({} .. {}): {}",
+                e.node, e.level, e.count, e.topic, e.first, e.last, e.message
+            );
+        }
+        if let Some(c) = &st.likely_cause {
+            println!("  likely cause: {c}");
+        }
     }
     if v.status != Status::Pass {
         if let Some(seed) = v.seed {
@@ -162,6 +182,7 @@ pub async fn verify(args: VerifyArgs) -> Result<i32> {
         seed: None,
         readback_incomplete: incomplete.or(rb.incomplete.clone()),
         duplicate_ids: rb.duplicate_ids.clone(),
+        ..Context::default()
     };
     let verdict = match &args.history {
         Some(h) => {

@@ -79,6 +79,8 @@ pub struct WorkloadFile {
     pub op_timeout: Option<Dur>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall_timeout: Option<Dur>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]

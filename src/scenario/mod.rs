@@ -143,6 +143,9 @@ pub struct Workload {
     pub op_timeout: Duration,
     /// How long the producer may take in all before the run is inconclusive.
     pub deadline: Duration,
+    /// Stop the producer when no transaction has committed for this long while no fault was
+    /// active (the cluster is not recovering); `None`: never (`stall_timeout: 0s`).
+    pub stall_timeout: Option<Duration>,
 }
 
 impl Workload {
@@ -704,6 +707,17 @@ fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
     if deadline < Duration::from_secs(1) {
         return err(&["workload", "deadline"], "must be at least 1s");
     }
+    let stall_timeout = match w.stall_timeout.map(|d| d.0) {
+        None => Some(Duration::from_secs(300)),
+        Some(d) if d.is_zero() => None,
+        Some(d) if d < Duration::from_secs(5) => {
+            return err(
+                &["workload", "stall_timeout"],
+                "must be at least 5s (or 0s: never stop on a stall)",
+            )
+        }
+        Some(d) => Some(d),
+    };
     Ok(Workload {
         topic,
         unique_topic: w.unique_topic.unwrap_or(true),
@@ -720,6 +734,7 @@ fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
         transactions: w.transactions.unwrap_or(true),
         op_timeout,
         deadline,
+        stall_timeout,
     })
 }
 
@@ -1024,6 +1039,7 @@ fn resolve_workload_file(w: &Workload) -> WorkloadFile {
         transactions: Some(w.transactions),
         op_timeout: Some(Dur(w.op_timeout)),
         deadline: Some(Dur(w.deadline)),
+        stall_timeout: Some(Dur(w.stall_timeout.unwrap_or(Duration::ZERO))),
     }
 }
 

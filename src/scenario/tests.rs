@@ -223,3 +223,28 @@ fn bundled_scenarios_are_valid() {
     }
     assert!(n >= 1);
 }
+
+#[test]
+fn stall_timeout_defaults_to_five_minutes_and_0s_turns_it_off() {
+    let s = parse("smoke.yaml", SMOKE).unwrap();
+    assert_eq!(s.workload.stall_timeout, Some(Duration::from_secs(300)));
+    let off = SMOKE.replace(
+        "  resend: retry-commit\n",
+        "  resend: retry-commit\n  stall_timeout: 0s\n",
+    );
+    let s = parse("off.yaml", &off).unwrap();
+    assert_eq!(s.workload.stall_timeout, None);
+    // Off survives the round trip through the resolved scenario.
+    let again = parse("resolved.yaml", &s.resolved_yaml()).unwrap();
+    assert_eq!(again.workload.stall_timeout, None);
+    let short = SMOKE.replace(
+        "  resend: retry-commit\n",
+        "  resend: retry-commit\n  stall_timeout: 2s\n",
+    );
+    let (line, _, message) = error_of(&short);
+    assert_eq!(line, 12, "{message}");
+    assert!(
+        message.contains("stall_timeout") && message.contains("at least 5s"),
+        "{message}"
+    );
+}

@@ -194,19 +194,36 @@ pub async fn leftovers(run_id: &str) -> (usize, usize, usize) {
 
 /// Read a whole topic with the `pulsar` crate's own consumer (a client independent of the
 /// harness's): every payload, in order of arrival.
+///
+/// Every step is bounded, and a read that gets stuck is started over with a fresh client (seen
+/// twice after broker restarts: the crate's consumer waited forever for the last message ids);
+/// after three stuck reads the test fails instead of hanging.
 pub async fn independent_readback(service_url: &str, topic: &str) -> Vec<Vec<u8>> {
+    let mut failures = Vec::new();
+    for attempt in 1..=3 {
+        match read_once(service_url, topic).await {
+            Ok(out) => return out,
+            Err(e) => {
+                eprintln!("independent read {attempt} of {topic} failed: {e}; starting over");
+                failures.push(e);
+            }
+        }
+    }
+    panic!("the independent reader could not read {topic}: {failures:?}");
+}
+
+async fn read_once(service_url: &str, topic: &str) -> Result<Vec<Vec<u8>>, String> {
     use futures::TryStreamExt;
     use pulsar::{
         consumer::InitialPosition, Consumer, ConsumerOptions, Pulsar, SubType, TokioExecutor,
     };
-    // Every step is bounded: a read that cannot finish fails the test instead of hanging it
-    // (seen once: the naive coordinator-chaos test hung here for 15+ minutes).
-    let bound = Duration::from_secs(120);
+    let bound = Duration::from_secs(60);
+    let step = |what: &'static str| move |_| format!("{what} timed out after {}s", bound.as_secs());
     let pulsar: Pulsar<TokioExecutor> =
         tokio::time::timeout(bound, Pulsar::builder(service_url, TokioExecutor).build())
             .await
-            .expect("connecting the independent reader timed out")
-            .unwrap();
+            .map_err(step("connecting"))?
+            .map_err(|e| format!("connecting: {e}"))?;
     let consumer = pulsar
         .consumer()
         .with_topic(topic)
@@ -220,12 +237,12 @@ pub async fn independent_readback(service_url: &str, topic: &str) -> Vec<Vec<u8>
         .build();
     let mut consumer: Consumer<Vec<u8>, TokioExecutor> = tokio::time::timeout(bound, consumer)
         .await
-        .expect("subscribing the independent reader timed out")
-        .unwrap();
+        .map_err(step("subscribing"))?
+        .map_err(|e| format!("subscribing: {e}"))?;
     let last = tokio::time::timeout(bound, consumer.get_last_message_id())
         .await
-        .expect("the last message ids did not come")
-        .unwrap();
+        .map_err(step("asking for the last message ids"))?
+        .map_err(|e| format!("asking for the last message ids: {e}"))?;
     let mut remaining: std::collections::HashMap<i32, (u64, u64, i32)> = last
         .iter()
         .filter(|id| id.ledger_id != u64::MAX)
@@ -238,11 +255,17 @@ pub async fn independent_readback(service_url: &str, topic: &str) -> Vec<Vec<u8>
         .collect();
     let mut out = Vec::new();
     while !remaining.is_empty() {
-        let msg = tokio::time::timeout(Duration::from_secs(60), consumer.try_next())
+        let msg = tokio::time::timeout(bound, consumer.try_next())
             .await
-            .expect("messages keep coming")
-            .unwrap()
-            .expect("stream open");
+            .map_err(|_| {
+                format!(
+                    "no message for {}s after {} read",
+                    bound.as_secs(),
+                    out.len()
+                )
+            })?
+            .map_err(|e| format!("reading: {e}"))?
+            .ok_or_else(|| "the stream ended".to_string())?;
         let id = msg.message_id();
         out.push(msg.payload.data.clone());
         let p = id.partition.unwrap_or(-1);
@@ -252,7 +275,8 @@ pub async fn independent_readback(service_url: &str, topic: &str) -> Vec<Vec<u8>
             }
         }
     }
-    out
+    let _ = tokio::time::timeout(Duration::from_secs(10), consumer.close()).await;
+    Ok(out)
 }
 
 pub fn numbers(payloads: &[Vec<u8>]) -> Vec<u64> {
