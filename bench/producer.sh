@@ -23,8 +23,8 @@
 #   TXN_SIZES="100 10 1000 none"   messages per transaction; "none" = no transactions
 #   REPEATS=3             A/B pairs per size
 #   CONCURRENCY=4         see "the mapping" below
-#   OURS_CONCURRENCY=$CONCURRENCY   A's concurrency alone: 2*CONCURRENCY gives A as many
-#                         transactions open at once as B can have (see "the mapping")
+#   OURS_CONCURRENCY=$CONCURRENCY   A's concurrency alone
+#   PERF_TIMEOUT=300      seconds after which a B run is stopped and counted as failed
 #   BATCH_SIZE=100        messages per batched entry (A: batch_size; B: -bm)
 #   MESSAGE_SIZE=100      payload bytes (A: message_size, the number padded; B: -s)
 #   NOTXN_CHUNK=1000      without transactions: numbers a worker of A sends before it waits
@@ -66,10 +66,10 @@
 #   share its one transaction.)
 #   Outstanding messages: A has at most C x T messages sent and not acknowledged. pulsar-perf
 #   by default has no limit (-o 0, no client memory limit) and would run ahead of the broker;
-#   -o T per thread caps B at the same C x T. Even so one B thread can have a transaction
-#   committing while it fills the next, so B overlaps a commit with sends where an A worker
-#   does not: B may have up to 2C transactions open. That is pulsar-perf's design and is part
-#   of what is compared.
+#   -o T per thread caps B at the same C x T. Both overlap a commit with the next
+#   transaction's sends: a B thread commits without waiting, an A worker hands its commit to a
+#   task of its own once every send has its receipt (at most C such commits at once), so
+#   either may have up to 2C transactions open.
 #   Batching: A sends each group of BATCH_SIZE numbers as one batched entry as soon as the
 #   transaction has them; B batches with the Java client (-bm BATCH_SIZE, -b 1 ms window, its
 #   default), and a batch never spans two transactions. Same payload size (-s), no compression
@@ -104,6 +104,7 @@ BATCH_SIZE=${BATCH_SIZE:-100}
 MESSAGE_SIZE=${MESSAGE_SIZE:-100}
 NOTXN_CHUNK=${NOTXN_CHUNK:-1000}
 PERF_OUTSTANDING=${PERF_OUTSTANDING:-match}
+PERF_TIMEOUT=${PERF_TIMEOUT:-300}
 PERF_JAVA_OPTS=${PERF_JAVA_OPTS:-}
 TESTCLIENT_DIR=${TESTCLIENT_DIR:-$HOME/.cache/pulsar-chaos/testclient-4.0.6-on-4.0.7}
 RESULTS_DIR=${RESULTS_DIR:-$BENCH_DIR/results}
@@ -192,7 +193,9 @@ run_perf() {
   esac
   args+=("$topic")
   # shellcheck disable=SC2086
-  if ! run_child java -Dlog4j2.configurationFile="$BENCH_DIR/testclient/log4j2.xml" \
+  # Bounded: on Pulsar 4.0.7 pulsar-perf can retry forever once the broker's transaction buffer
+  # refuses a partition's transactional sends (apache/pulsar#24945); such a run counts as failed.
+  if ! run_child timeout -k 10 "$PERF_TIMEOUT" java -Dlog4j2.configurationFile="$BENCH_DIR/testclient/log4j2.xml" \
       -Djava.net.preferIPv4Stack=true \
       -Dio.netty.tryReflectionSetAccessible=true \
       -Dio.netty.recycler.maxCapacityPerThread=4096 \
@@ -202,6 +205,9 @@ run_perf() {
       $PERF_JAVA_OPTS -cp "$TESTCLIENT_DIR/*" "$PERF_MAIN" "$WORK_DIR/perf-client.conf" \
       "${args[@]}" >"$log_file" 2>&1; then
     log "B failed (txn_size $t, repeat $rep):"; grep -E "ERROR|Exception" "$log_file" | head -5 >&2
+    local stuck
+    stuck=$(grep -c "Transaction Buffer take first snapshot failed" "$log_file" || true)
+    [ "${stuck:-0}" -gt 0 ] && log "B: $stuck send(s) refused with 'Transaction Buffer take first snapshot failed' (apache/pulsar#24945); stopped after ${PERF_TIMEOUT}s"
     return 1
   fi
   local first last dones agg txn_fail

@@ -145,6 +145,9 @@ enum Job {
 enum End {
     Done,
     Resend(Chunk),
+    /// Its sends are done and its commit goes on in a task of its own, which ends the job
+    /// (see `job_done`); the worker moves on to the next transaction meanwhile.
+    Detached,
 }
 
 /// Token bucket: at most `rate` messages per second across the producer.
@@ -221,6 +224,9 @@ pub struct Producer {
     changed: Notify,
     next_attempt: AtomicU64,
     rate: Option<RateLimit>,
+    /// Commits under way in detached tasks: at most `concurrency`, so at most
+    /// 2 x `concurrency` transactions are open (as many sending, as many committing).
+    commit_slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl Producer {
@@ -273,6 +279,7 @@ impl Producer {
             changed: Notify::new(),
             next_attempt: AtomicU64::new(first_attempt.max(1)),
             rate,
+            commit_slots: Arc::new(tokio::sync::Semaphore::new(cfg.concurrency.max(1) as usize)),
             cfg,
         })
     }
@@ -441,6 +448,15 @@ impl Producer {
                 self.fail(format!("a producer task panicked: {e}"));
             }
         }
+        // Commits still under way in their own tasks end their jobs (each is bounded by the
+        // deadline and the request timeouts).
+        loop {
+            let notified = self.changed.notified();
+            if self.queue.lock().expect("lock").in_flight == 0 {
+                break;
+            }
+            notified.await;
+        }
         // Sabotage: send the numbers to duplicate once more, in a transaction of their own.
         let fatal = self.queue.lock().expect("lock").fatal.clone();
         if fatal.is_none() && !self.cfg.duplicate.is_empty() {
@@ -459,8 +475,8 @@ impl Producer {
             let mut next = Some(chunk);
             for _ in 0..5 {
                 let Some(c) = next.take() else { break };
-                match self.attempt(c, deadline).await {
-                    Ok(End::Done) => {}
+                match self.attempt(c, deadline, false).await {
+                    Ok(End::Done | End::Detached) => {}
                     Ok(End::Resend(c)) => next = Some(c),
                     Err(e) => self.fail(e.to_string()),
                 }
@@ -549,24 +565,31 @@ impl Producer {
                     }
                     continue;
                 }
-                Job::Resend(c) => self.attempt(c, deadline).await,
+                Job::Resend(c) => self.attempt(c, deadline, true).await,
                 Job::Fresh => self.fresh_attempt(deadline).await,
             };
-            {
-                let mut q = self.queue.lock().expect("lock");
-                q.in_flight -= 1;
-                match r {
-                    Ok(End::Done) => {}
-                    Ok(End::Resend(c)) => q.resend.push_back(c),
-                    Err(e) => {
-                        if q.fatal.is_none() {
-                            q.fatal = Some(e.to_string());
-                        }
+            if !matches!(r, Ok(End::Detached)) {
+                self.job_done(r);
+            }
+        }
+    }
+
+    /// A job ended: its numbers are final, to be resent, or the producer must stop.
+    fn job_done(&self, r: Result<End, WorkloadError>) {
+        {
+            let mut q = self.queue.lock().expect("lock");
+            q.in_flight -= 1;
+            match r {
+                Ok(End::Done | End::Detached) => {}
+                Ok(End::Resend(c)) => q.resend.push_back(c),
+                Err(e) => {
+                    if q.fatal.is_none() {
+                        q.fatal = Some(e.to_string());
                     }
                 }
             }
-            self.changed.notify_waiters();
         }
+        self.changed.notify_waiters();
     }
 
     /// A new transaction (or, without transactions, a placeholder id naming the attempt).
@@ -592,7 +615,7 @@ impl Producer {
     }
 
     /// Open a transaction, then take fresh numbers for it.
-    async fn fresh_attempt(&self, deadline: Instant) -> Result<End, WorkloadError> {
+    async fn fresh_attempt(self: &Arc<Self>, deadline: Instant) -> Result<End, WorkloadError> {
         let attempt = self.next_attempt.fetch_add(1, Ordering::Relaxed);
         let Some(txn) = self.open_txn(attempt, deadline).await? else {
             return Ok(End::Done);
@@ -633,11 +656,17 @@ impl Producer {
             }
             return Ok(End::Done);
         };
-        self.carry(attempt, txn, chunk, deadline).await
+        self.carry(attempt, txn, chunk, deadline, true).await
     }
 
     /// Carry the numbers of an earlier attempt (or the sabotage duplicates) in a new one.
-    async fn attempt(&self, chunk: Chunk, deadline: Instant) -> Result<End, WorkloadError> {
+    /// `detach`: commit in a task of its own (see `End::Detached`).
+    async fn attempt(
+        self: &Arc<Self>,
+        chunk: Chunk,
+        deadline: Instant,
+        detach: bool,
+    ) -> Result<End, WorkloadError> {
         let attempt = self.next_attempt.fetch_add(1, Ordering::Relaxed);
         let Some(txn) = self.open_txn(attempt, deadline).await? else {
             return Ok(End::Resend(chunk));
@@ -651,27 +680,12 @@ impl Producer {
         if let Some(prev) = chunk.previous {
             self.journal.clear(prev)?;
         }
-        self.carry(attempt, txn, chunk, deadline).await
+        self.carry(attempt, txn, chunk, deadline, detach).await
     }
 
-    /// Send the chunk in `txn` and commit it; decide what becomes of its numbers.
-    async fn carry(
-        &self,
-        attempt: u64,
-        txn: TxnId,
-        chunk: Chunk,
-        deadline: Instant,
-    ) -> Result<End, WorkloadError> {
-        self.stats.attempts.fetch_add(1, Ordering::Relaxed);
-        self.history.record(EventBody::TxnOpened {
-            attempt,
-            txn,
-            numbers: chunk.numbers.clone(),
-            resend_of: chunk.previous,
-        });
-        let op_deadline = (Instant::now() + self.cfg.txn_timeout)
-            .min(deadline.max(Instant::now() + self.cfg.op_timeout));
-        let again = |reason: String| {
+    /// What `carry` returns to send an attempt's numbers again, recorded.
+    fn again<'a>(&'a self, attempt: u64, chunk: &'a Chunk) -> impl Fn(String) -> End + 'a {
+        move |reason: String| {
             self.history.record(EventBody::ResendScheduled {
                 attempt,
                 numbers: chunk.numbers.clone(),
@@ -682,7 +696,30 @@ impl Producer {
                 previous: Some(attempt),
                 index: u64::MAX,
             })
-        };
+        }
+    }
+
+    /// Send the chunk in `txn` and commit it; decide what becomes of its numbers. `detach`:
+    /// once every send has its receipt, commit in a task of its own and return
+    /// `End::Detached`, so the worker can open its next transaction meanwhile.
+    async fn carry(
+        self: &Arc<Self>,
+        attempt: u64,
+        txn: TxnId,
+        chunk: Chunk,
+        deadline: Instant,
+        detach: bool,
+    ) -> Result<End, WorkloadError> {
+        self.stats.attempts.fetch_add(1, Ordering::Relaxed);
+        self.history.record(EventBody::TxnOpened {
+            attempt,
+            txn,
+            numbers: chunk.numbers.clone(),
+            resend_of: chunk.previous,
+        });
+        let op_deadline = (Instant::now() + self.cfg.txn_timeout)
+            .min(deadline.max(Instant::now() + self.cfg.op_timeout));
+        let again = self.again(attempt, &chunk);
 
         // Partitions first, then the messages.
         let parts: BTreeSet<u32> = chunk
@@ -805,8 +842,28 @@ impl Producer {
             });
             return Ok(End::Done);
         }
-        self.commit(attempt, txn, &chunk, &receipts, deadline, again)
+        if !detach {
+            return self
+                .commit(attempt, txn, &chunk, &receipts, deadline, again)
+                .await;
+        }
+        drop(again);
+        let slot = self
+            .commit_slots
+            .clone()
+            .acquire_owned()
             .await
+            .expect("the commit slots are never closed");
+        let me = Arc::clone(self);
+        tokio::spawn(async move {
+            let again = me.again(attempt, &chunk);
+            let r = me
+                .commit(attempt, txn, &chunk, &receipts, deadline, again)
+                .await;
+            drop(slot);
+            me.job_done(r);
+        });
+        Ok(End::Detached)
     }
 
     /// Abort an attempt that never asked to commit: definitively not committed, whatever
