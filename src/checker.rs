@@ -907,7 +907,7 @@ impl HistoryView {
 
     fn failed(&mut self, detail: &str) {
         self.failing_n += 1;
-        let shape = shape_of(detail);
+        let shape = crate::stall::shape(detail);
         if let Some(e) = self.failing.get_mut(&shape) {
             e.0 += 1;
         } else if self.failing.len() < 64 {
@@ -932,24 +932,6 @@ impl HistoryView {
             }
         });
     }
-}
-
-/// Digit runs replaced, so that failures differing only in ids count as one kind.
-fn shape_of(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut digits = false;
-    for c in s.chars() {
-        if c.is_ascii_digit() {
-            if !digits {
-                out.push('#');
-            }
-            digits = true;
-        } else {
-            digits = false;
-            out.push(c);
-        }
-    }
-    out
 }
 
 fn intersects(numbers: &[(u64, u64)], anomalies: &RangeInclusiveSet<u64>) -> bool {

@@ -555,7 +555,7 @@ async fn execute(
     let mut stall_log = Vec::new();
     let mut stall_cause = None;
     if let (Some(c), Some(since)) = (&env.cluster, stalled_since) {
-        let all = save_logs(dir, c).await;
+        let all = save_logs(dir, env, c, info).await;
         let since_wall = now_ms()
             .saturating_sub(history.now_ms())
             .saturating_add(since);
@@ -568,7 +568,7 @@ async fn execute(
                 stall_log.extend(crate::stall::scan_log(name, log, &base, since_wall, 3));
             }
         }
-        stall_log.sort_by(|a, b| b.count.cmp(&a.count));
+        stall_log.sort_by_key(|e| std::cmp::Reverse(e.count));
         stall_log.truncate(10);
         stall_cause = crate::stall::known_cause(&stall_log, &namespace);
         logs = Some(all);
@@ -583,7 +583,7 @@ async fn execute(
     let events = history::read(&history_path)?;
     let verdict = checker::verdict(rb.findings, Some(events), &ctx);
     if let (Some(c), None, false) = (&env.cluster, &logs, verdict.status == checker::Status::Pass) {
-        save_logs(dir, c).await;
+        save_logs(dir, env, c, info).await;
     }
     dir.write_json("verdict.json", &verdict)?;
     crate::report::write_html(dir, info, plan, &verdict)?;
@@ -596,9 +596,21 @@ async fn execute(
     })
 }
 
-/// Write every container's log to `logs/<node>.log` in the run directory; the logs, too.
-async fn save_logs(dir: &RunDir, c: &Cluster) -> Vec<(Role, String, String)> {
-    let all = c.logs_full().await;
+/// Write every container's log to `logs/<node>.log` in the run directory: all of it for a
+/// cluster this run started, from the run's start on for one it was given (a soak's cluster
+/// outlives its iterations). The logs, too.
+async fn save_logs(
+    dir: &RunDir,
+    env: &Env,
+    c: &Cluster,
+    info: &RunInfo,
+) -> Vec<(Role, String, String)> {
+    let since = if env.owned {
+        0
+    } else {
+        i32::try_from(info.started_ms / 1000).unwrap_or(0)
+    };
+    let all = c.logs_since(since).await;
     let logs_dir = dir.file("logs");
     if let Err(e) = std::fs::create_dir_all(&logs_dir) {
         tracing::warn!("cannot create {}: {e}", logs_dir.display());

@@ -95,8 +95,8 @@ fn topic_in(line: &str, base: &str) -> Option<String> {
     Some(format!("{base}{suffix}"))
 }
 
-/// Digits replaced, so that lines differing only in ids group together.
-fn shape(message: &str) -> String {
+/// Digit runs replaced by `#`, so that texts differing only in ids group together.
+pub fn shape(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
     let mut in_digits = false;
     for c in message.chars() {

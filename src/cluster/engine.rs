@@ -457,19 +457,20 @@ impl Engine {
 
     /// The last `lines` lines of a container's output.
     pub async fn logs_tail(&self, id: &str, lines: usize) -> String {
-        self.logs(id, &lines.to_string()).await
+        self.logs(id, &lines.to_string(), 0).await
     }
 
-    /// A container's whole output (every start of it).
-    pub async fn logs_all(&self, id: &str) -> String {
-        self.logs(id, "all").await
+    /// A container's output from `since_unix_s` on (every start of it).
+    pub async fn logs_since(&self, id: &str, since_unix_s: i32) -> String {
+        self.logs(id, "all", since_unix_s).await
     }
 
-    async fn logs(&self, id: &str, tail: &str) -> String {
+    async fn logs(&self, id: &str, tail: &str, since_unix_s: i32) -> String {
         let opts = LogsOptionsBuilder::default()
             .stdout(true)
             .stderr(true)
             .tail(tail)
+            .since(since_unix_s)
             .build();
         let mut s = self.docker.logs(id, Some(opts));
         let mut out = String::new();

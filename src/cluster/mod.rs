@@ -332,9 +332,10 @@ impl Cluster {
         ]);
         env.push(format!("PULSAR_MEM={STANDALONE_MEM}"));
         env.push(format!("PULSAR_GC={GC}"));
-        let mut node_spec_labels = Vec::new();
-        node_spec_labels.push((bp, "127.0.0.1".to_string(), bp));
-        node_spec_labels.push((hp, "127.0.0.1".to_string(), hp));
+        let node_spec_labels = vec![
+            (bp, "127.0.0.1".to_string(), bp),
+            (hp, "127.0.0.1".to_string(), hp),
+        ];
         let node = self
             .add_node(
                 Role::Standalone,
@@ -571,14 +572,16 @@ impl Cluster {
         out
     }
 
-    /// The whole log of every Pulsar container (not the init or sidecar ones): (role, name, log).
-    pub async fn logs_full(&self) -> Vec<(Role, String, String)> {
+    /// The log of every Pulsar container (not the init or sidecar ones) from `since_unix_s`
+    /// on: (role, name, log).
+    pub async fn logs_since(&self, since_unix_s: i32) -> Vec<(Role, String, String)> {
         let mut out = Vec::new();
         for n in &self.nodes {
             if n.role == Role::Init || n.role == Role::Sidecar {
                 continue;
             }
-            out.push((n.role, n.label(), self.engine.logs_all(&n.id).await));
+            let log = self.engine.logs_since(&n.id, since_unix_s).await;
+            out.push((n.role, n.label(), log));
         }
         out
     }
