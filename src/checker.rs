@@ -2367,12 +2367,9 @@ mod tests {
         assert_eq!(v.status, Status::Inconclusive);
     }
 
-    /// Regression: a read-back held up by a transaction left open on a partition said of every
-    /// committed-but-unread number that "the broker lost committed data".
-    #[test]
-    fn unread_numbers_of_an_incomplete_readback_are_not_called_lost() {
-        let f = tally_of(10, &(5..10).collect::<Vec<_>>());
-        let h = vec![
+    /// Attempt 1 opens at 0 with [0, 10) and is confirmed committed at `t`.
+    fn committed_0_to_10(t: u64) -> Vec<Event> {
+        vec![
             ev(
                 0,
                 EventBody::TxnOpened {
@@ -2383,7 +2380,7 @@ mod tests {
                 },
             ),
             ev(
-                5,
+                t,
                 EventBody::TxnOutcome {
                     attempt: 1,
                     txn: T1,
@@ -2391,7 +2388,15 @@ mod tests {
                     detail: String::new(),
                 },
             ),
-        ];
+        ]
+    }
+
+    /// Regression: a read-back held up by a transaction left open on a partition said of every
+    /// committed-but-unread number that "the broker lost committed data".
+    #[test]
+    fn unread_numbers_of_an_incomplete_readback_are_not_called_lost() {
+        let f = tally_of(10, &(5..10).collect::<Vec<_>>());
+        let h = committed_0_to_10(5);
         let ctx = Context {
             readback_incomplete: Some("1 transaction(s) still open on the topic after 50s".into()),
             ..Context::default()
@@ -2410,37 +2415,18 @@ mod tests {
     #[test]
     fn committed_but_missing_blames_the_broker() {
         let f = tally_of(10, &(5..10).collect::<Vec<_>>());
-        let h = vec![
-            ev(
-                0,
-                EventBody::TxnOpened {
-                    attempt: 1,
-                    txn: T1,
-                    numbers: vec![(0, 10)],
-                    resend_of: None,
-                },
-            ),
-            ev(
-                9,
-                EventBody::TxnOutcome {
-                    attempt: 1,
-                    txn: T1,
-                    outcome: Outcome::Committed,
-                    detail: String::new(),
-                },
-            ),
-            ev(
-                10,
-                EventBody::ProducerFinished {
-                    committed: 1,
-                    aborted: 0,
-                    ambiguous: 0,
-                    messages_committed: 10,
-                    complete: true,
-                    detail: String::new(),
-                },
-            ),
-        ];
+        let mut h = committed_0_to_10(9);
+        h.push(ev(
+            10,
+            EventBody::ProducerFinished {
+                committed: 1,
+                aborted: 0,
+                ambiguous: 0,
+                messages_committed: 10,
+                complete: true,
+                detail: String::new(),
+            },
+        ));
         let v = verdict(f, Some(ok(h)), &Context::default());
         assert_eq!(v.status, Status::Violation);
         assert_eq!(v.missing[0].what, Span { start: 0, end: 5 });
