@@ -69,6 +69,31 @@ pub struct TxnMetadata {
 }
 
 /// A reference to a topic in the admin paths: persistent/{tenant}/{ns}/{name}.
+/// A partition's transaction buffer: what holds its readers back.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BufferState {
+    /// `state` (Ready, Initializing, ...).
+    pub state: Option<String>,
+    /// `maxReadPosition` as (ledger, entry): readers see nothing after it.
+    pub max_read: Option<(u64, u64)>,
+    /// `ongoingTxnSize`: transactions open on the partition.
+    pub open: Option<u64>,
+}
+
+impl BufferState {
+    pub fn from_json(v: &serde_json::Value) -> BufferState {
+        BufferState {
+            state: v.get("state").and_then(|s| s.as_str()).map(str::to_string),
+            max_read: v
+                .get("maxReadPosition")
+                .and_then(|p| p.as_str())
+                .and_then(|p| p.split_once(':'))
+                .and_then(|(l, e)| Some((l.parse().ok()?, e.parse().ok()?))),
+            open: v.get("ongoingTxnSize").and_then(|n| n.as_u64()),
+        }
+    }
+}
+
 pub fn topic_path(topic: &str) -> String {
     let rest = topic.strip_prefix("persistent://").unwrap_or(topic);
     format!("persistent/{rest}")
@@ -293,27 +318,19 @@ impl Admin {
         }
     }
 
-    /// The transaction buffer of a partition: (max read position, open transactions).
+    /// The transaction buffer of a partition, as `transactionBufferStats` reports it. A field
+    /// Pulsar left out stays `None`: unknown, never "nothing open".
     pub async fn transaction_buffer(
         &self,
         partition_topic: &str,
-    ) -> Result<(Option<(u64, u64)>, u64), AdminError> {
+    ) -> Result<BufferState, AdminError> {
         let rest = partition_topic
             .strip_prefix("persistent://")
             .unwrap_or(partition_topic);
         let path = format!("/admin/v3/transactions/transactionBufferStats/{rest}");
         let text = self.call("GET", &path, None).await?;
         let v: serde_json::Value = self.decode(&path, &text)?;
-        let pos = v
-            .get("maxReadPosition")
-            .and_then(|p| p.as_str())
-            .and_then(|p| p.split_once(':'))
-            .and_then(|(l, e)| Some((l.parse().ok()?, e.parse().ok()?)));
-        let open = v
-            .get("ongoingTxnSize")
-            .and_then(|n| n.as_u64())
-            .unwrap_or(0);
-        Ok((pos, open))
+        Ok(BufferState::from_json(&v))
     }
 
     /// Raw JSON of a topic's stats (for reports and diagnostics).

@@ -751,9 +751,57 @@ pub struct AttemptRecord {
     pub resolved: Option<Outcome>,
     pub commit_tries: u32,
     pub resent: bool,
+    /// Why the producer sent its numbers again (the history's `resend_scheduled` reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resend_reason: Option<String>,
     pub withheld: bool,
+    /// Why the resend was withheld.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub withheld_reason: Option<String>,
     /// Faults active while the attempt was open or committing.
     pub faults: Vec<String>,
+}
+
+/// Whose doing an anomaly is, as the evidence shows it. See README, "How a verdict is graded".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// A definitive answer from Pulsar is contradicted by the read-back: a commit confirmed
+    /// but its numbers missing; an abort confirmed, or a commit never sent, but its numbers
+    /// readable; numbers committed twice with no resend of ours behind it.
+    Pulsar,
+    /// The numbers were resent after an outcome the client could not learn, and the first
+    /// commit had applied (what the `naive` policy, the design of #19780, runs into).
+    Ambiguity,
+    /// The harness could not finish the job: a resend it withheld, a read that stopped short,
+    /// a transaction the coordinator still held, an attempt with no outcome, numbers never
+    /// sent. Never a violation: the verdict is inconclusive.
+    Harness,
+    /// The scenario's `sabotage` asked for it (the checker's own self-test).
+    Sabotage,
+    /// No producer history was given (`verify` without `--history`): the range check alone,
+    /// blaming nobody.
+    #[default]
+    Unknown,
+}
+
+impl Cause {
+    /// Whether an anomaly of this cause makes the verdict a violation.
+    pub fn is_violation(self) -> bool {
+        !matches!(self, Cause::Harness)
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Cause::Pulsar => "pulsar",
+            Cause::Ambiguity => "ambiguity",
+            Cause::Harness => "harness",
+            Cause::Sabotage => "sabotage",
+            Cause::Unknown => "unknown",
+        })
+    }
 }
 
 /// The anomalies with the attempts that carried them.
@@ -763,8 +811,15 @@ pub struct Attributed<T> {
     pub what: T,
     /// Attempt numbers; details in `Verdict::attempts`.
     pub attempts: Vec<u64>,
-    /// One sentence: the most likely cause as the history shows it.
+    /// Whose doing it is (see `Cause`).
+    #[serde(default)]
+    pub cause: Cause,
+    /// One sentence: the cause as the history shows it.
     pub explanation: String,
+    /// What the cause rests on, one line each: Pulsar's answers to the attempts that carried
+    /// the numbers, the resends and their reasons, as the history recorded them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
 }
 
 /// One fault as it happened, with how long commits took to flow again.
@@ -875,6 +930,9 @@ pub struct Context {
     pub stall_log: Vec<crate::stall::LogEvidence>,
     /// A known bug those lines match.
     pub stall_cause: Option<String>,
+    /// Numbers the scenario's sabotage never sent, and sent twice.
+    pub sabotage_skip: BTreeSet<u64>,
+    pub sabotage_duplicate: BTreeSet<u64>,
 }
 
 /// What the history says, gathered in one pass. Only attempts that carried an anomalous
@@ -982,7 +1040,9 @@ where
                             resolved: None,
                             commit_tries: 0,
                             resent: false,
+                            resend_reason: None,
                             withheld: false,
+                            withheld_reason: None,
                             faults: Vec::new(),
                         },
                     );
@@ -1044,15 +1104,21 @@ where
                     a.detail.push_str(&format!("resolved {resolved} by {how}"));
                 }
             }
-            EventBody::ResendScheduled { attempt, .. } => {
+            EventBody::ResendScheduled {
+                attempt, reason, ..
+            } => {
                 if let Some(a) = v.attempts.get_mut(&attempt) {
                     a.resent = true;
+                    a.resend_reason = Some(reason);
                 }
             }
-            EventBody::ResendWithheld { attempt, .. } => {
+            EventBody::ResendWithheld {
+                attempt, reason, ..
+            } => {
                 v.producer.withheld += 1;
                 if let Some(a) = v.attempts.get_mut(&attempt) {
                     a.withheld = true;
+                    a.withheld_reason = Some(reason);
                 }
             }
             EventBody::FaultStarted {
@@ -1131,110 +1197,196 @@ where
     v
 }
 
-/// What the history says of numbers the read-back did not reach: which transactions carried
-/// them and what the producer was told, without concluding anything.
-fn explain_unread(records: &[&AttemptRecord]) -> String {
-    if records.is_empty() {
-        return "no transaction in the history carried them".to_string();
+/// The coordinator id of the placeholder transactions of a run without transactions (a send
+/// there is not atomic: a failed one may have been persisted, so a resend is ambiguous).
+pub const NO_TXN: u64 = u64::MAX;
+
+fn secs(ms: u64) -> String {
+    format!("{:.1}s", ms as f64 / 1000.0)
+}
+
+/// One line of evidence per attempt: what Pulsar answered, and what the producer did then.
+fn evidence_line(a: &AttemptRecord) -> String {
+    let told = match a.outcome {
+        Some(o) => format!("{o}"),
+        None => "no outcome (the producer stopped first)".to_string(),
+    };
+    let mut line = format!(
+        "#{} {} opened t={}, {} commit request(s): {told}",
+        a.attempt,
+        a.txn,
+        secs(a.opened_ms),
+        a.commit_tries
+    );
+    if let Some(t) = a.outcome_ms {
+        line.push_str(&format!(" at t={}", secs(t)));
     }
-    records
-        .iter()
-        .map(|a| {
-            let told = match a.outcome {
-                Some(Outcome::Committed) => "committed",
-                Some(Outcome::Aborted) => "aborted",
-                Some(Outcome::Ambiguous) if a.withheld => "ambiguous, resend withheld",
-                Some(Outcome::Ambiguous) => "ambiguous",
-                None => "no outcome",
-            };
-            format!("#{} {} {told}", a.attempt, a.txn)
-        })
+    if !a.detail.is_empty() {
+        line.push_str(&format!(" ({})", a.detail));
+    }
+    if let Some(r) = &a.resend_reason {
+        line.push_str(&format!("; resent: {r}"));
+    }
+    if let Some(r) = &a.withheld_reason {
+        line.push_str(&format!("; resend withheld: {r}"));
+    }
+    if !a.faults.is_empty() {
+        line.push_str(&format!("; faults active: {}", a.faults.join(", ")));
+    }
+    line
+}
+
+/// Pulsar said so itself: confirmed committed (first answer or a later resolution).
+fn confirmed_committed(a: &AttemptRecord) -> bool {
+    a.outcome == Some(Outcome::Committed) || a.resolved == Some(Outcome::Committed)
+}
+
+/// Its numbers were sent again although nobody knew whether it had committed.
+fn resent_after_unknown(a: &AttemptRecord) -> bool {
+    a.resent
+        && (a.txn.most == NO_TXN && a.outcome == Some(Outcome::Aborted)
+            || a.outcome == Some(Outcome::Ambiguous) && a.resolved != Some(Outcome::Aborted)
+            || a.outcome.is_none())
+}
+
+fn ids(v: &[&AttemptRecord]) -> String {
+    v.iter()
+        .map(|a| format!("#{} {}", a.attempt, a.txn))
         .collect::<Vec<_>>()
         .join(", ")
 }
 
-fn explain(records: &[&AttemptRecord], missing: bool) -> String {
-    if records.is_empty() {
-        return if missing {
-            "no transaction in the history carried these numbers (never sent)".to_string()
-        } else {
-            "no transaction in the history carried these numbers".to_string()
-        };
-    }
-    let committed: Vec<_> = records
-        .iter()
-        .filter(|a| a.outcome == Some(Outcome::Committed))
-        .collect();
-    let ambiguous: Vec<_> = records
-        .iter()
-        .filter(|a| a.outcome == Some(Outcome::Ambiguous))
-        .collect();
-    let unknown: Vec<_> = records.iter().filter(|a| a.outcome.is_none()).collect();
-    let faults: BTreeSet<&String> = records.iter().flat_map(|a| a.faults.iter()).collect();
-    let fault_text = if faults.is_empty() {
-        String::new()
-    } else {
-        format!(
-            " (faults active: {})",
-            faults.into_iter().cloned().collect::<Vec<_>>().join(", ")
-        )
-    };
-    let ids = |v: &[&&AttemptRecord]| {
-        v.iter()
-            .map(|a| format!("#{} {}", a.attempt, a.txn))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    if missing {
-        if !committed.is_empty() {
-            return format!(
-                "transaction {} was confirmed committed, yet its numbers are not readable: the broker lost committed data{fault_text}",
-                ids(&committed)
-            );
-        }
-        if let Some(a) = ambiguous.iter().find(|a| a.withheld) {
-            return format!(
-                "the commit of transaction #{} {} was ambiguous and the resend policy withheld a resend; the commit had not applied{fault_text}",
-                a.attempt, a.txn
-            );
-        }
-        if !unknown.is_empty() {
-            return format!(
-                "transaction {} never learned an outcome (the producer stopped first){fault_text}",
-                ids(&unknown)
-            );
-        }
-        return format!(
-            "every transaction carrying these numbers ended aborted and none was resent to completion{fault_text}"
+/// Cause, explanation and evidence of numbers missing from a complete read. Pure.
+fn attribute_missing(records: &[&AttemptRecord], span: Span, ctx: &Context) -> (Cause, String) {
+    if (span.start..span.end).all(|n| ctx.sabotage_skip.contains(&n)) {
+        return (
+            Cause::Sabotage,
+            "the scenario's sabotage never sent these numbers".into(),
         );
     }
-    // Duplicates.
-    if committed.len() + ambiguous.len() >= 2 && !ambiguous.is_empty() {
-        return format!(
-            "transaction {} had an ambiguous commit that in fact applied, and the numbers were sent again in {}{fault_text}",
-            ids(&ambiguous),
-            ids(&committed)
+    let committed: Vec<&AttemptRecord> = records
+        .iter()
+        .copied()
+        .filter(|a| confirmed_committed(a))
+        .collect();
+    if !committed.is_empty() {
+        return (
+            Cause::Pulsar,
+            format!(
+                "transaction {} was confirmed committed by the coordinator, yet its numbers are not readable: Pulsar lost committed data",
+                ids(&committed)
+            ),
+        );
+    }
+    if let Some(a) = records.iter().find(|a| a.withheld) {
+        return (
+            Cause::Harness,
+            format!(
+                "the outcome of transaction #{} {} stayed unknown and the harness withheld a resend ({}); whether Pulsar applied it is not known",
+                a.attempt,
+                a.txn,
+                a.withheld_reason.clone().unwrap_or_default()
+            ),
+        );
+    }
+    let unknown: Vec<&AttemptRecord> = records
+        .iter()
+        .copied()
+        .filter(|a| a.outcome.is_none())
+        .collect();
+    if !unknown.is_empty() {
+        return (
+            Cause::Harness,
+            format!(
+                "transaction {} never learned an outcome (the producer stopped first)",
+                ids(&unknown)
+            ),
+        );
+    }
+    if records.is_empty() {
+        return (
+            Cause::Harness,
+            "no transaction in the history carried these numbers: the harness never sent them"
+                .into(),
+        );
+    }
+    (
+        Cause::Harness,
+        "every transaction carrying these numbers ended without a commit and the producer did not send them again to completion".into(),
+    )
+}
+
+/// Cause and explanation of numbers that arrived more than once. Pure.
+fn attribute_duplicate(records: &[&AttemptRecord], span: Span, ctx: &Context) -> (Cause, String) {
+    if (span.start..span.end).all(|n| ctx.sabotage_duplicate.contains(&n)) {
+        return (
+            Cause::Sabotage,
+            "the scenario's sabotage sent these numbers twice".into(),
+        );
+    }
+    let unknown: Vec<&AttemptRecord> = records
+        .iter()
+        .copied()
+        .filter(|a| resent_after_unknown(a))
+        .collect();
+    if !unknown.is_empty() {
+        let others: Vec<&AttemptRecord> = records
+            .iter()
+            .copied()
+            .filter(|a| !resent_after_unknown(a))
+            .collect();
+        return (
+            Cause::Ambiguity,
+            format!(
+                "the outcome of transaction {} could not be learned, its numbers were sent again{}, and the first commit had applied: resending after an ambiguous commit is not exactly-once",
+                ids(&unknown),
+                if others.is_empty() { String::new() } else { format!(" in {}", ids(&others)) }
+            ),
+        );
+    }
+    let committed: Vec<&AttemptRecord> = records
+        .iter()
+        .copied()
+        .filter(|a| confirmed_committed(a))
+        .collect();
+    let aborted: Vec<&AttemptRecord> = records
+        .iter()
+        .copied()
+        .filter(|a| {
+            !confirmed_committed(a) && matches!(a.outcome, Some(Outcome::Aborted))
+                || a.resolved == Some(Outcome::Aborted)
+        })
+        .collect();
+    if !aborted.is_empty() {
+        return (
+            Cause::Pulsar,
+            format!(
+                "transaction {} ended aborted on Pulsar's word (or was never asked to commit), yet its messages are readable",
+                ids(&aborted)
+            ),
         );
     }
     if committed.len() >= 2 {
-        return format!(
-            "the numbers were committed by more than one transaction: {}{fault_text}",
-            ids(&committed)
+        return (
+            Cause::Pulsar,
+            format!(
+                "the numbers were committed by more than one transaction ({}) with no resend of the harness's behind them",
+                ids(&committed)
+            ),
         );
     }
-    let aborted: Vec<_> = records
-        .iter()
-        .filter(|a| a.outcome == Some(Outcome::Aborted))
-        .collect();
-    if !aborted.is_empty() {
-        return format!(
-            "transaction {} was reported aborted but its messages are readable: an abort that did not take effect, or a commit reported as failed{fault_text}",
-            ids(&aborted)
+    if records.len() <= 1 {
+        return (
+            Cause::Pulsar,
+            format!(
+                "one transaction ({}) carried these numbers, yet they arrived more than once: Pulsar delivered a message twice",
+                ids(records)
+            ),
         );
     }
-    format!(
-        "one transaction ({}) carried these numbers, yet they arrived more than once: the broker delivered a committed message twice{fault_text}",
-        ids(&records.iter().collect::<Vec<_>>())
+    (
+        Cause::Pulsar,
+        format!("the numbers arrived more than once; no resend after an unknown outcome explains it ({})", ids(records)),
     )
 }
 
@@ -1267,24 +1419,27 @@ where
         .iter()
         .map(|m| {
             let recs = records_for(m.start, m.end);
+            let evidence: Vec<String> = recs.iter().map(|a| evidence_line(a)).collect();
+            let (cause, explanation) = if let Some(why) = &ctx.readback_incomplete {
+                // Not read is not lost: say what held the read back, not what it would mean.
+                (
+                    Cause::Harness,
+                    format!("not read: the read-back is incomplete ({why})"),
+                )
+            } else if view.is_none() {
+                (
+                    Cause::Unknown,
+                    "no producer history given: the topic lacks these numbers, and nothing says why".to_string(),
+                )
+            } else {
+                attribute_missing(&recs, *m, ctx)
+            };
             Attributed {
                 what: *m,
                 attempts: recs.iter().map(|a| a.attempt).collect(),
-                explanation: if let Some(why) = &ctx.readback_incomplete {
-                    // Not read is not lost: say what held the read back, not what it would mean.
-                    format!(
-                        "not read: the read-back is incomplete ({why}); {}",
-                        if view.is_some() {
-                            explain_unread(&recs)
-                        } else {
-                            "no producer history given".to_string()
-                        }
-                    )
-                } else if view.is_some() {
-                    explain(&recs, true)
-                } else {
-                    "no producer history given".to_string()
-                },
+                cause,
+                explanation,
+                evidence,
             }
         })
         .collect();
@@ -1296,6 +1451,18 @@ where
             let message_ids = (d.start..d.end)
                 .filter_map(|v| ctx.duplicate_ids.get(&v).map(|ids| (v, ids.clone())))
                 .collect();
+            let span = Span {
+                start: d.start,
+                end: d.end,
+            };
+            let (cause, explanation) = if view.is_some() {
+                attribute_duplicate(&recs, span, ctx)
+            } else {
+                (
+                    Cause::Unknown,
+                    "no producer history given: the topic holds these numbers more than once, and nothing says why".to_string(),
+                )
+            };
             Attributed {
                 what: DuplicateEntry {
                     start: d.start,
@@ -1304,11 +1471,9 @@ where
                     message_ids,
                 },
                 attempts: recs.iter().map(|a| a.attempt).collect(),
-                explanation: if view.is_some() {
-                    explain(&recs, false)
-                } else {
-                    "no producer history given".to_string()
-                },
+                cause,
+                explanation,
+                evidence: recs.iter().map(|a| evidence_line(a)).collect(),
             }
         })
         .collect();
@@ -1360,9 +1525,26 @@ where
             notes.push(format!("likely cause: {c}"));
         }
     }
-    let violation = findings.duplicate_values > 0
-        || findings.unexpected_total > 0
-        || (findings.missing_total > 0 && reasons.is_empty());
+    // Grading (README, "How a verdict is graded"): a violation needs an anomaly that Pulsar's
+    // own answers contradict, an ambiguous commit resent, a sabotage, or, with no history to
+    // ask, the range check alone. Anomalies of the harness's own making only make it
+    // inconclusive, and say so.
+    let harness_missing: u64 = missing
+        .iter()
+        .filter(|m| m.cause == Cause::Harness)
+        .map(|m| m.what.len())
+        .sum();
+    if harness_missing > 0 && ctx.readback_incomplete.is_none() {
+        reasons.push(format!(
+            "{harness_missing} number(s) are missing for reasons of the harness's own, not Pulsar's (see each range's explanation)"
+        ));
+    }
+    let violation = findings.unexpected_total > 0
+        || missing.iter().any(|m| m.cause.is_violation())
+        || duplicates.iter().any(|d| d.cause.is_violation())
+        // Anomalies beyond what the lists hold are graded as the listed ones are.
+        || (findings.duplicate_values > 0 && duplicates.is_empty())
+        || (findings.missing_total > 0 && missing.is_empty() && reasons.is_empty());
     let status = if violation {
         Status::Violation
     } else if !reasons.is_empty() {
@@ -1371,6 +1553,10 @@ where
         Status::Pass
     };
     let mut summary = summarize(&findings, status, &reasons);
+    let causes = cause_counts(&missing, &duplicates);
+    if !causes.is_empty() && status != Status::Pass {
+        summary.push_str(&format!(" Causes: {causes}."));
+    }
     for n in &notes {
         summary.push_str(&format!(" Note: {n}."));
     }
@@ -1403,6 +1589,22 @@ where
         faults,
         stall,
     }
+}
+
+/// "2 range(s) pulsar, 1 ambiguity": how many listed anomalies have each cause.
+fn cause_counts(missing: &[Attributed<Span>], duplicates: &[Attributed<DuplicateEntry>]) -> String {
+    let mut n: BTreeMap<Cause, usize> = BTreeMap::new();
+    for c in missing
+        .iter()
+        .map(|m| m.cause)
+        .chain(duplicates.iter().map(|d| d.cause))
+    {
+        *n.entry(c).or_default() += 1;
+    }
+    n.iter()
+        .map(|(c, k)| format!("{k} range(s) {c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn summarize(f: &Findings, status: Status, reasons: &[String]) -> String {
@@ -2316,13 +2518,19 @@ mod tests {
         assert_eq!(verdict.duplicates.len(), 1);
         let d = &verdict.duplicates[0];
         assert_eq!(d.attempts, vec![1, 2]);
+        assert_eq!(d.cause, Cause::Ambiguity);
         assert!(
-            d.explanation
-                .contains("ambiguous commit that in fact applied"),
+            d.explanation.contains("the first commit had applied"),
             "{}",
             d.explanation
         );
-        assert!(d.explanation.contains("restart"), "{}", d.explanation);
+        assert!(
+            d.evidence
+                .iter()
+                .any(|e| e.contains("faults active: restart")),
+            "{:?}",
+            d.evidence
+        );
         let a1 = verdict.attempts.iter().find(|a| a.attempt == 1).unwrap();
         assert_eq!(a1.outcome, Some(Outcome::Ambiguous));
         assert!(a1.resent);
@@ -2408,8 +2616,13 @@ mod tests {
             e.starts_with("not read: the read-back is incomplete (1 transaction(s) still open"),
             "{e}"
         );
-        assert!(e.contains("committed"), "{e}");
         assert!(!e.contains("lost"), "{e}");
+        assert_eq!(v.missing[0].cause, Cause::Harness);
+        assert!(
+            v.missing[0].evidence[0].contains("committed"),
+            "{:?}",
+            v.missing[0].evidence
+        );
     }
 
     #[test]
@@ -2497,5 +2710,379 @@ mod tests {
         assert_eq!(v.duplicates[0].what.message_ids[&1], vec![id(1), id(2)]);
         let json = serde_json::to_string(&v).unwrap();
         assert!(json.contains("\"status\":\"violation\""));
+    }
+
+    // ---- The grading table (README, "How a verdict is graded"): one test per row. ----
+
+    fn opened(
+        t: u64,
+        attempt: u64,
+        txn: TxnId,
+        numbers: Vec<(u64, u64)>,
+        resend_of: Option<u64>,
+    ) -> Event {
+        ev(
+            t,
+            EventBody::TxnOpened {
+                attempt,
+                txn,
+                numbers,
+                resend_of,
+            },
+        )
+    }
+    fn outcome(t: u64, attempt: u64, txn: TxnId, o: Outcome, detail: &str) -> Event {
+        ev(
+            t,
+            EventBody::TxnOutcome {
+                attempt,
+                txn,
+                outcome: o,
+                detail: detail.into(),
+            },
+        )
+    }
+    fn resend(t: u64, attempt: u64, numbers: Vec<(u64, u64)>, reason: &str) -> Event {
+        ev(
+            t,
+            EventBody::ResendScheduled {
+                attempt,
+                numbers,
+                reason: reason.into(),
+            },
+        )
+    }
+    fn finished(t: u64, complete: bool) -> Event {
+        ev(
+            t,
+            EventBody::ProducerFinished {
+                committed: 1,
+                aborted: 0,
+                ambiguous: 0,
+                messages_committed: 10,
+                complete,
+                detail: String::new(),
+            },
+        )
+    }
+    fn grade(read: &[u64], h: Vec<Event>, ctx: &Context) -> Verdict {
+        verdict(tally_of(10, read), Some(ok(h)), ctx)
+    }
+    fn twice() -> Vec<u64> {
+        (0..10).chain(0..10).collect()
+    }
+
+    #[test]
+    fn row_pass_every_number_once() {
+        let v = grade(
+            &(0..10).collect::<Vec<_>>(),
+            committed_0_to_10(5)
+                .into_iter()
+                .chain([finished(6, true)])
+                .collect(),
+            &Context::default(),
+        );
+        assert_eq!(v.status, Status::Pass);
+    }
+
+    #[test]
+    fn row_confirmed_commit_missing_is_pulsar() {
+        let h = vec![
+            opened(0, 1, T1, vec![(0, 10)], None),
+            outcome(
+                5,
+                1,
+                T1,
+                Outcome::Committed,
+                "END_TXN COMMIT answered success",
+            ),
+            finished(6, true),
+        ];
+        let v = grade(&(5..10).collect::<Vec<_>>(), h, &Context::default());
+        assert_eq!(v.status, Status::Violation);
+        assert_eq!(v.missing[0].cause, Cause::Pulsar);
+        assert!(
+            v.missing[0].evidence[0].contains("END_TXN COMMIT answered success"),
+            "{:?}",
+            v.missing[0].evidence
+        );
+        // Even when the producer did not finish: Pulsar contradicted its own answer.
+        let h = vec![
+            opened(0, 1, T1, vec![(0, 10)], None),
+            outcome(5, 1, T1, Outcome::Committed, "ok"),
+            finished(6, false),
+        ];
+        assert_eq!(
+            grade(&(5..10).collect::<Vec<_>>(), h, &Context::default()).status,
+            Status::Violation
+        );
+    }
+
+    #[test]
+    fn row_confirmed_abort_readable_is_pulsar() {
+        let h = vec![
+            opened(0, 1, T1, vec![(0, 10)], None),
+            outcome(
+                5,
+                1,
+                T1,
+                Outcome::Aborted,
+                "InvalidTxnStatus: ... it is in ABORTED status",
+            ),
+            resend(5, 1, vec![(0, 10)], "the commit did not apply"),
+            opened(6, 2, T2, vec![(0, 10)], Some(1)),
+            outcome(7, 2, T2, Outcome::Committed, "ok"),
+            finished(8, true),
+        ];
+        let v = grade(&twice(), h, &Context::default());
+        assert_eq!(v.status, Status::Violation);
+        assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+        assert!(
+            v.duplicates[0]
+                .explanation
+                .contains("aborted on Pulsar's word"),
+            "{}",
+            v.duplicates[0].explanation
+        );
+    }
+
+    #[test]
+    fn row_one_transaction_delivered_twice_is_pulsar() {
+        let v = grade(
+            &twice(),
+            committed_0_to_10(5)
+                .into_iter()
+                .chain([finished(6, true)])
+                .collect(),
+            &Context::default(),
+        );
+        assert_eq!(v.status, Status::Violation);
+        assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+    }
+
+    #[test]
+    fn row_committed_twice_without_a_resend_is_pulsar() {
+        let h = vec![
+            opened(0, 1, T1, vec![(0, 10)], None),
+            outcome(1, 1, T1, Outcome::Committed, "ok"),
+            opened(2, 2, T2, vec![(0, 10)], None),
+            outcome(3, 2, T2, Outcome::Committed, "ok"),
+            finished(4, true),
+        ];
+        let v = grade(&twice(), h, &Context::default());
+        assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+        assert!(
+            v.duplicates[0].explanation.contains("no resend"),
+            "{}",
+            v.duplicates[0].explanation
+        );
+    }
+
+    #[test]
+    fn row_resend_after_an_ambiguous_commit_is_ambiguity() {
+        let v = grade(&twice(), history_19629(), &Context::default());
+        assert_eq!(v.status, Status::Violation);
+        assert_eq!(v.duplicates[0].cause, Cause::Ambiguity);
+        assert!(v.summary.contains("1 range(s) ambiguity"), "{}", v.summary);
+    }
+
+    /// Regression: a resend the policy withheld left numbers missing, graded VIOLATION.
+    #[test]
+    fn row_withheld_resend_is_harness_inconclusive() {
+        let h = vec![
+            opened(0, 1, T1, vec![(0, 10)], None),
+            outcome(5, 1, T1, Outcome::Ambiguous, "timed out"),
+            ev(
+                9,
+                EventBody::ResendWithheld {
+                    attempt: 1,
+                    numbers: vec![(0, 10)],
+                    reason: "retry-commit: the commit stayed ambiguous".into(),
+                },
+            ),
+            finished(10, true),
+        ];
+        let v = grade(&[], h, &Context::default());
+        assert_eq!(v.status, Status::Inconclusive);
+        assert_eq!(v.missing[0].cause, Cause::Harness);
+        assert!(
+            v.reasons.iter().any(|r| r.contains("harness's own")),
+            "{:?}",
+            v.reasons
+        );
+    }
+
+    #[test]
+    fn row_incomplete_read_is_harness_inconclusive() {
+        let ctx = Context {
+            readback_incomplete: Some("a partition still held".into()),
+            ..Context::default()
+        };
+        let v = grade(
+            &(0..5).collect::<Vec<_>>(),
+            committed_0_to_10(5)
+                .into_iter()
+                .chain([finished(6, true)])
+                .collect(),
+            &ctx,
+        );
+        assert_eq!(v.status, Status::Inconclusive);
+        assert_eq!(v.missing[0].cause, Cause::Harness);
+    }
+
+    #[test]
+    fn row_no_outcome_is_harness_inconclusive() {
+        let h = vec![opened(0, 1, T1, vec![(0, 10)], None), finished(6, false)];
+        let v = grade(&[], h, &Context::default());
+        assert_eq!(v.status, Status::Inconclusive);
+        assert_eq!(v.missing[0].cause, Cause::Harness);
+    }
+
+    #[test]
+    fn row_never_sent_is_harness_inconclusive() {
+        let h = vec![
+            opened(0, 1, T1, vec![(0, 5)], None),
+            outcome(1, 1, T1, Outcome::Committed, "ok"),
+            finished(2, true),
+        ];
+        let v = grade(&(0..5).collect::<Vec<_>>(), h, &Context::default());
+        assert_eq!(v.status, Status::Inconclusive);
+        assert_eq!(v.missing[0].cause, Cause::Harness);
+        assert!(
+            v.missing[0].explanation.contains("never sent"),
+            "{}",
+            v.missing[0].explanation
+        );
+    }
+
+    #[test]
+    fn row_sabotage_is_a_violation_by_design() {
+        let h = vec![
+            opened(0, 1, T1, vec![(0, 7), (8, 10)], None),
+            outcome(1, 1, T1, Outcome::Committed, "ok"),
+            finished(2, true),
+        ];
+        let ctx = Context {
+            sabotage_skip: [7].into_iter().collect(),
+            ..Context::default()
+        };
+        let read: Vec<u64> = (0..10).filter(|n| *n != 7).collect();
+        let v = grade(&read, h, &ctx);
+        assert_eq!(v.status, Status::Violation);
+        assert_eq!(v.missing[0].cause, Cause::Sabotage);
+    }
+
+    #[test]
+    fn row_no_history_is_the_range_check_alone() {
+        let v = verdict(
+            tally_of(10, &(0..9).collect::<Vec<_>>()),
+            None::<Vec<Result<Event, String>>>,
+            &Context::default(),
+        );
+        assert_eq!(v.status, Status::Violation);
+        assert_eq!(v.missing[0].cause, Cause::Unknown);
+        assert!(
+            !v.missing[0].explanation.contains("Pulsar"),
+            "{}",
+            v.missing[0].explanation
+        );
+    }
+
+    #[test]
+    fn row_unexpected_payloads_are_a_violation() {
+        let mut t = Tally::new(10);
+        for i in 0..10u64 {
+            t.observe(i.to_string().as_bytes(), id(i));
+        }
+        t.observe(b"hello", id(99));
+        let v = verdict(
+            t.finish(),
+            Some(ok(committed_0_to_10(5)
+                .into_iter()
+                .chain([finished(6, true)])
+                .collect())),
+            &Context::default(),
+        );
+        assert_eq!(v.status, Status::Violation);
+    }
+
+    #[test]
+    fn row_no_anomaly_but_the_producer_stopped_is_inconclusive() {
+        let v = grade(
+            &(0..10).collect::<Vec<_>>(),
+            committed_0_to_10(5)
+                .into_iter()
+                .chain([finished(6, false)])
+                .collect(),
+            &Context::default(),
+        );
+        assert_eq!(v.status, Status::Inconclusive);
+    }
+
+    #[test]
+    fn row_read_proved_invisible_then_readable_is_pulsar() {
+        let h = vec![
+            opened(0, 1, T1, vec![(0, 10)], None),
+            outcome(5, 1, T1, Outcome::Ambiguous, "timed out"),
+            ev(
+                6,
+                EventBody::TxnResolved {
+                    attempt: 1,
+                    txn: T1,
+                    resolved: Outcome::Aborted,
+                    how: "read-back: none of its 10 messages is visible".into(),
+                },
+            ),
+            resend(6, 1, vec![(0, 10)], "the commit did not apply"),
+            opened(7, 2, T2, vec![(0, 10)], Some(1)),
+            outcome(8, 2, T2, Outcome::Committed, "ok"),
+            finished(9, true),
+        ];
+        let v = grade(&twice(), h, &Context::default());
+        assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+    }
+
+    #[test]
+    fn row_no_transaction_resend_after_a_failed_send_is_ambiguity() {
+        let t = TxnId {
+            most: NO_TXN,
+            least: 1,
+        };
+        let h = vec![
+            opened(0, 1, t, vec![(0, 10)], None),
+            outcome(
+                1,
+                1,
+                t,
+                Outcome::Aborted,
+                "a SEND failed (no transaction: the sent messages stay)",
+            ),
+            resend(1, 1, vec![(0, 10)], "a SEND failed"),
+            opened(
+                2,
+                2,
+                TxnId {
+                    most: NO_TXN,
+                    least: 2,
+                },
+                vec![(0, 10)],
+                Some(1),
+            ),
+            outcome(
+                3,
+                2,
+                TxnId {
+                    most: NO_TXN,
+                    least: 2,
+                },
+                Outcome::Committed,
+                "no transaction",
+            ),
+            finished(4, true),
+        ];
+        assert_eq!(
+            grade(&twice(), h, &Context::default()).duplicates[0].cause,
+            Cause::Ambiguity
+        );
     }
 }

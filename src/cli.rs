@@ -135,8 +135,10 @@ pub struct VerifyArgs {
     /// Only read and count the messages, check nothing (the baseline for the checker's cost).
     #[arg(long)]
     pub consume_only: bool,
-    /// Wait this long before reading, so transactions left open time out (e.g. 30s).
-    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    /// Before reading, wait (by condition: every partition's transaction buffer reports no
+    /// open transaction) at most this long; 0s looks once without waiting. When transactions
+    /// are still open, or their state is unknown, the verdict is inconclusive and says which.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub settle: std::time::Duration,
 }
 

@@ -13,6 +13,7 @@ pub mod journal;
 pub mod lifecycle;
 pub mod nemesis;
 pub mod plan;
+pub mod policy;
 pub mod progress;
 pub mod readback;
 pub mod ready;

@@ -46,44 +46,128 @@ pub async fn partitions_of(client: &Client, topic: &str) -> Result<Vec<(String, 
     })
 }
 
-/// Wait until no transaction is open on any partition of the topic (so nothing the reader
-/// could see later is still held back), at most `max`. Returns what it saw.
+/// What a partition's readers must be able to see before a read can be trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    /// No transaction open on the partition: everything written is readable.
+    NothingOpen,
+    /// The transaction buffer's max read position at or past this (ledger, entry): every
+    /// message up to it is readable (the transaction that wrote it has ended on the partition).
+    Past((u64, u64)),
+}
+
+/// What one look at a partition's transaction buffer said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    Buffer(crate::admin::BufferState),
+    /// `transactionBufferStats` answered 404 and so did the topic's own stats: the partition
+    /// does not exist, so nothing can be open on it.
+    NoSuchTopic,
+    /// Any other failure, 404 included while the topic exists (not loaded yet): unknown.
+    Failed(String),
+}
+
+/// Whether a probe shows the partition readable as far as `until` asks, and if not, what holds
+/// it, in words. Pure. Unknown is never taken as readable.
+pub fn judge(until: Until, probe: &Probe) -> Result<(), String> {
+    let b = match probe {
+        Probe::Buffer(b) => b,
+        Probe::NoSuchTopic => {
+            return match until {
+                Until::NothingOpen => Ok(()),
+                Until::Past(_) => Err("the partition does not exist (404)".into()),
+            }
+        }
+        Probe::Failed(e) => return Err(format!("unknown: {e}")),
+    };
+    let pos = |p: Option<(u64, u64)>| match p {
+        Some((l, e)) => format!("{l}:{e}"),
+        None => "not reported".to_string(),
+    };
+    let state = b.state.as_deref().unwrap_or("state not reported");
+    match until {
+        Until::NothingOpen => match b.open {
+            Some(0) => Ok(()),
+            Some(n) => Err(format!(
+                "{n} transaction(s) open, maxReadPosition {}, buffer {state}",
+                pos(b.max_read)
+            )),
+            None => Err(format!(
+                "unknown: transactionBufferStats gave no ongoingTxnSize (buffer {state})"
+            )),
+        },
+        Until::Past(want) => match b.max_read {
+            Some(have) if have >= want => Ok(()),
+            Some(have) => Err(format!(
+                "maxReadPosition {}:{} is before {}:{} ({} transaction(s) open, buffer {state})",
+                have.0,
+                have.1,
+                want.0,
+                want.1,
+                b.open.map_or("? ".to_string(), |n| n.to_string())
+            )),
+            None => Err(format!(
+                "unknown: transactionBufferStats gave no maxReadPosition (buffer {state})"
+            )),
+        },
+    }
+}
+
+async fn probe(admin: &Admin, topic: &str) -> Probe {
+    match admin.transaction_buffer(topic).await {
+        Ok(b) => Probe::Buffer(b),
+        Err(e) if e.status() == Some(404) => match admin.topic_stats(topic).await {
+            Err(t) if t.status() == Some(404) => Probe::NoSuchTopic,
+            _ => Probe::Failed(format!("transactionBufferStats answered 404: {e}")),
+        },
+        Err(e) => Probe::Failed(e.to_string()),
+    }
+}
+
+/// The one wait for open transactions (the final read-back, `verify`, the `verify` resend
+/// policy and `--resume` all use it): poll every partition's transaction buffer until each is
+/// readable as far as asked, at most `cap` (zero: look once). On success, how long it took; when
+/// the cap runs out, what still held each partition that was not readable, in words.
+pub async fn wait_readable(
+    admin: &Admin,
+    targets: &[(String, Until)],
+    cap: Duration,
+) -> Result<Duration, String> {
+    let started = Instant::now();
+    let mut delay = Duration::from_millis(100);
+    loop {
+        let mut held = Vec::new();
+        for (t, until) in targets {
+            if let Err(why) = judge(*until, &probe(admin, t).await) {
+                held.push(format!("{t}: {why}"));
+            }
+        }
+        if held.is_empty() {
+            return Ok(started.elapsed());
+        }
+        if started.elapsed() >= cap {
+            return Err(format!(
+                "after {}s the transaction buffers still hold the read back: {}",
+                cap.as_secs(),
+                held.join("; ")
+            ));
+        }
+        tokio::time::sleep(delay.min(cap.saturating_sub(started.elapsed()))).await;
+        delay = (delay * 2).min(Duration::from_secs(1));
+    }
+}
+
+/// `wait_readable` for every partition of a topic, nothing open.
 pub async fn wait_settled(
     admin: &Admin,
     partitions: &[(String, i32)],
     max: Duration,
 ) -> Result<Duration, String> {
-    let started = Instant::now();
-    let mut last = String::new();
-    loop {
-        let mut open = 0;
-        for (t, _) in partitions {
-            match admin.transaction_buffer(t).await {
-                Ok((_, n)) => open += n,
-                // A topic never written has no buffer yet.
-                Err(e) if e.status() == Some(404) => {}
-                Err(e) => {
-                    last = e.to_string();
-                    open += 1;
-                }
-            }
-        }
-        if open == 0 {
-            return Ok(started.elapsed());
-        }
-        if started.elapsed() >= max {
-            return Err(format!(
-                "{open} transaction(s) still open on the topic after {}s{}",
-                max.as_secs(),
-                if last.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({last})")
-                }
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    let targets: Vec<(String, Until)> = partitions
+        .iter()
+        .map(|(t, _)| (t.clone(), Until::NothingOpen))
+        .collect();
+    wait_readable(admin, &targets, max).await
 }
 
 /// Read the whole topic and check it holds exactly [0, count).
@@ -166,4 +250,63 @@ pub async fn consume_only(
     }
     client.close_all().await;
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admin::BufferState;
+
+    fn buf(open: Option<u64>, max_read: Option<(u64, u64)>) -> Probe {
+        Probe::Buffer(BufferState {
+            state: Some("Ready".into()),
+            max_read,
+            open,
+        })
+    }
+
+    #[test]
+    fn nothing_open_needs_a_reported_zero() {
+        assert_eq!(
+            judge(Until::NothingOpen, &buf(Some(0), Some((1, 2)))),
+            Ok(())
+        );
+        let e = judge(Until::NothingOpen, &buf(Some(4), Some((21, 265)))).unwrap_err();
+        assert!(
+            e.contains("4 transaction(s) open") && e.contains("21:265"),
+            "{e}"
+        );
+        // A missing ongoingTxnSize is unknown, not "nothing open".
+        let e = judge(Until::NothingOpen, &buf(None, Some((1, 2)))).unwrap_err();
+        assert!(e.starts_with("unknown"), "{e}");
+    }
+
+    #[test]
+    fn a_404_is_unknown_unless_the_topic_does_not_exist() {
+        let e = judge(
+            Until::NothingOpen,
+            &Probe::Failed("transactionBufferStats answered 404: x".into()),
+        )
+        .unwrap_err();
+        assert!(e.starts_with("unknown"), "{e}");
+        assert_eq!(judge(Until::NothingOpen, &Probe::NoSuchTopic), Ok(()));
+        assert!(judge(Until::Past((1, 1)), &Probe::NoSuchTopic).is_err());
+    }
+
+    #[test]
+    fn past_a_position_compares_ledger_then_entry() {
+        assert_eq!(
+            judge(Until::Past((5, 10)), &buf(Some(3), Some((5, 10)))),
+            Ok(())
+        );
+        assert_eq!(
+            judge(Until::Past((5, 10)), &buf(Some(3), Some((6, 0)))),
+            Ok(())
+        );
+        let e = judge(Until::Past((5, 10)), &buf(Some(1), Some((5, 9)))).unwrap_err();
+        assert!(e.contains("5:9 is before 5:10"), "{e}");
+        assert!(judge(Until::Past((5, 10)), &buf(Some(0), None))
+            .unwrap_err()
+            .starts_with("unknown"));
+    }
 }

@@ -1434,6 +1434,28 @@ fn counts_section(h: &mut String, scan: &Scan, v: &Verdict) {
     h.push_str("</div>\n");
 }
 
+/// The explanation cell of an anomaly: its cause, the sentence, and the evidence (escaped).
+fn cause_cell(cause: crate::checker::Cause, explanation: &str, evidence: &[String]) -> String {
+    let mut c = format!(
+        "<span class=\"pill cause-{cause}\">cause: {cause}</span> {}",
+        esc(explanation)
+    );
+    if !evidence.is_empty() {
+        c.push_str("<ul class=\"evidence\">");
+        for e in evidence.iter().take(6) {
+            c.push_str(&format!("<li>{}</li>", esc(e)));
+        }
+        if evidence.len() > 6 {
+            c.push_str(&format!(
+                "<li>{} more in verdict.json</li>",
+                evidence.len() - 6
+            ));
+        }
+        c.push_str("</ul>");
+    }
+    c
+}
+
 fn attempt_links(attempts: &[u64]) -> String {
     if attempts.is_empty() {
         return "-".to_string();
@@ -1470,7 +1492,7 @@ fn anomalies_section(h: &mut String, v: &Verdict) {
                 esc(&m.what.to_string()),
                 fmt_n(m.what.len()),
                 attempt_links(&m.attempts),
-                esc(&m.explanation)
+                cause_cell(m.cause, &m.explanation, &m.evidence)
             );
         }
         for d in &v.duplicates {
@@ -1494,7 +1516,7 @@ fn anomalies_section(h: &mut String, v: &Verdict) {
                 fmt_n(span.len()),
                 d.what.copies,
                 attempt_links(&d.attempts),
-                esc(&d.explanation)
+                cause_cell(d.cause, &d.explanation, &d.evidence)
             );
         }
         h.push_str("</tbody></table>\n");

@@ -579,6 +579,8 @@ async fn execute(
         duplicate_ids: rb.duplicate_ids.clone(),
         stall_log,
         stall_cause,
+        sabotage_skip: req.scenario.sabotage.skip.iter().copied().collect(),
+        sabotage_duplicate: req.scenario.sabotage.duplicate.iter().copied().collect(),
     };
     let events = history::read(&history_path)?;
     let verdict = checker::verdict(rb.findings, Some(events), &ctx);

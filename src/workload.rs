@@ -10,21 +10,23 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pulsar::message::proto::{MessageIdData, ServerError, TxnAction};
+use pulsar::message::proto::{MessageIdData, TxnAction};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::admin::Admin;
 use crate::history::{EventBody, History, Outcome, Ranges, TxnId};
 use crate::journal::{Entry, Journal, JournalError};
+use crate::policy::{self, CommitState, ReadEvidence, Step};
+use crate::readback::Until;
 use crate::scenario::ResendPolicy;
-use crate::txn::coordinator::{classify_commit, CommitAnswer, Coordinators};
+use crate::txn::coordinator::{classify_commit, Coordinators};
 use crate::txn::producer::PartitionProducer;
 use crate::txn::reader::{read_partition, ReadOptions};
 use crate::txn::{partition_names, Client, TxnError};
 
 /// The coordinator id of the placeholder transaction ids of a run without transactions.
-pub const NO_TXN: u64 = u64::MAX;
+pub const NO_TXN: u64 = crate::checker::NO_TXN;
 
 /// What the producer is to do.
 #[derive(Debug, Clone)]
@@ -327,8 +329,13 @@ impl Producer {
                 }
                 ResendPolicy::Verify => {
                     let visible = self.visible_in_topic(&unresolved).await;
+                    if let Err(why) = &visible {
+                        self.history.record(EventBody::Note {
+                            message: format!("resume: could not learn what the interrupted transactions became: {why}"),
+                        });
+                    }
                     for e in &unresolved {
-                        match visible.get(&e.txn) {
+                        match visible.as_ref().ok().and_then(|v| v.get(&e.txn)) {
                             Some(found) if *found > 0 => {
                                 self.history.record(EventBody::TxnResolved {
                                     attempt: e.attempt,
@@ -353,7 +360,14 @@ impl Producer {
                             None => self.withhold(
                                 e.attempt,
                                 &e.numbers,
-                                "the read-back after resume failed",
+                                &format!(
+                                    "verify after resume: {}",
+                                    visible
+                                        .as_ref()
+                                        .err()
+                                        .map_or("its transaction was not in the read", |w| w
+                                            .as_str())
+                                ),
                             )?,
                         }
                     }
@@ -390,40 +404,32 @@ impl Producer {
     }
 
     /// What a transaction left by a crashed run became: abort it now if it is still open.
+    /// Committed or aborted only on the coordinator's own words (`classify_leftover_abort`);
+    /// anything else is unknown and left to the resend policy.
     async fn settle_leftover(&self, e: &Entry) -> Result<Option<Outcome>, WorkloadError> {
         let deadline = Instant::now() + self.cfg.txn_timeout + Duration::from_secs(30);
         loop {
             let r = self.tcs.end_txn(e.txn, TxnAction::Abort).await;
-            let (outcome, detail) = match &r {
-                Ok(()) => (Some(Outcome::Aborted), "aborted by the resume".to_string()),
-                Err(TxnError::Server {
-                    code: ServerError::InvalidTxnStatus,
-                    message,
-                }) => match crate::txn::coordinator::state_named(message) {
-                    Some("COMMITTING") | Some("COMMITTED") => (
-                        Some(Outcome::Committed),
-                        format!("the coordinator says it committed: {message}"),
-                    ),
-                    _ => (
-                        Some(Outcome::Aborted),
-                        format!("the coordinator says it aborted: {message}"),
-                    ),
-                },
-                Err(TxnError::Server {
-                    code: ServerError::TransactionNotFound,
-                    message,
-                }) => (None, format!("TransactionNotFound: {message}")),
-                Err(TxnError::Fatal(m)) => return Err(TxnError::Fatal(m.clone()).into()),
-                Err(other) if Instant::now() < deadline => {
-                    tracing::info!(
-                        "resume: abort of {} not answered ({other}); retrying",
-                        e.txn
-                    );
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                    continue;
-                }
-                Err(other) => (None, format!("no answer to the abort: {other}")),
-            };
+            if let Err(TxnError::Fatal(m)) = &r {
+                return Err(TxnError::Fatal(m.clone()).into());
+            }
+            let retry = matches!(
+                &r,
+                Err(TxnError::NotSent(_))
+                    | Err(TxnError::Timeout(_))
+                    | Err(TxnError::ConnectionLost(_))
+                    | Err(TxnError::Protocol(_))
+            ) || matches!(&r, Err(e) if e.is_retryable());
+            if retry && Instant::now() < deadline {
+                tracing::info!(
+                    "resume: abort of {} not answered ({:?}); retrying",
+                    e.txn,
+                    r
+                );
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            }
+            let (outcome, detail) = crate::txn::coordinator::classify_leftover_abort(&r);
             self.history.record(EventBody::TxnOutcome {
                 attempt: e.attempt,
                 txn: e.txn,
@@ -893,6 +899,8 @@ impl Producer {
         });
     }
 
+    /// Commit the attempt, asking again as the resend policy says (`policy::next`), and decide
+    /// what becomes of its numbers.
     async fn commit(
         &self,
         attempt: u64,
@@ -903,14 +911,12 @@ impl Producer {
         again: impl Fn(String) -> End,
     ) -> Result<End, WorkloadError> {
         let n = receipts.len() as u64;
-        let mut try_no = 0u32;
-        let mut uncertain = false;
-        let mut ambiguous_since: Option<Instant> = None;
+        let mut state = CommitState::default();
         let patience = self.cfg.txn_timeout + Duration::from_secs(30);
         let first = Instant::now();
         let mut delay = Duration::from_millis(100);
         loop {
-            try_no += 1;
+            let try_no = state.tries + 1;
             self.history.record(EventBody::CommitRequested {
                 attempt,
                 txn,
@@ -920,46 +926,74 @@ impl Producer {
             let t = Instant::now();
             let r = self.tcs.end_txn(txn, TxnAction::Commit).await;
             self.stats.commits_in_flight.fetch_sub(1, Ordering::SeqCst);
-            let answer = classify_commit(&r, uncertain);
-            match answer {
-                CommitAnswer::Committed => {
-                    self.stats
-                        .commit_latency_us
-                        .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
-                    self.stats.commit_latency_n.fetch_add(1, Ordering::Relaxed);
+            let may_retry = first.elapsed() < patience && Instant::now() < deadline;
+            let was_ambiguous = state.ever_ambiguous;
+            let mut step =
+                policy::next(&mut state, self.cfg.resend, classify_commit(&r), may_retry);
+            if !was_ambiguous && state.ever_ambiguous {
+                self.stats.ambiguous.fetch_add(1, Ordering::Relaxed);
+                self.history.record(EventBody::TxnOutcome {
+                    attempt,
+                    txn,
+                    outcome: Outcome::Ambiguous,
+                    detail: format!(
+                        "commit try {try_no}: {}",
+                        state.first_ambiguity.clone().unwrap_or_default()
+                    ),
+                });
+            }
+            if let Step::Verify { why } = &step {
+                tracing::debug!("attempt {attempt} {txn}: reading back ({why})");
+                let evidence = self.read_evidence(txn, receipts).await;
+                step = policy::after_read(evidence);
+            }
+            match step {
+                Step::Committed {
+                    evidence,
+                    after_ambiguity,
+                } => {
+                    if !after_ambiguity {
+                        self.stats
+                            .commit_latency_us
+                            .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+                        self.stats.commit_latency_n.fetch_add(1, Ordering::Relaxed);
+                    }
                     self.journal.clear(attempt)?;
                     self.stats.committed.fetch_add(1, Ordering::Relaxed);
                     self.stats
                         .messages_committed
                         .fetch_add(n, Ordering::Relaxed);
-                    if ambiguous_since.is_some() {
-                        self.history.record(EventBody::TxnResolved {
+                    self.history.record(if after_ambiguity {
+                        EventBody::TxnResolved {
                             attempt,
                             txn,
                             resolved: Outcome::Committed,
-                            how: format!("commit try {try_no}: {}", describe(&r)),
-                        });
+                            how: format!("commit try {try_no}: {evidence}"),
+                        }
                     } else {
-                        self.history.record(EventBody::TxnOutcome {
+                        EventBody::TxnOutcome {
                             attempt,
                             txn,
                             outcome: Outcome::Committed,
                             detail: if try_no > 1 {
-                                format!("on try {try_no}")
+                                format!("{evidence} (try {try_no})")
                             } else {
-                                String::new()
+                                evidence
                             },
-                        });
-                    }
+                        }
+                    });
                     return Ok(End::Done);
                 }
-                CommitAnswer::Aborted(d) => {
-                    if ambiguous_since.is_some() {
+                Step::Resend {
+                    evidence,
+                    after_ambiguity,
+                } => {
+                    if after_ambiguity {
                         self.history.record(EventBody::TxnResolved {
                             attempt,
                             txn,
                             resolved: Outcome::Aborted,
-                            how: format!("commit try {try_no}: {d}"),
+                            how: format!("commit try {try_no}: {evidence}"),
                         });
                     } else {
                         self.stats.aborted.fetch_add(1, Ordering::Relaxed);
@@ -967,117 +1001,62 @@ impl Producer {
                             attempt,
                             txn,
                             outcome: Outcome::Aborted,
-                            detail: d.clone(),
+                            detail: evidence.clone(),
                         });
                     }
-                    return Ok(again(format!("the commit was refused: {d}")));
+                    return Ok(again(format!("the commit did not apply: {evidence}")));
                 }
-                CommitAnswer::Fatal(m) => return Err(TxnError::Fatal(m).into()),
-                CommitAnswer::NotApplied(d) => {
-                    if first.elapsed() < patience && Instant::now() < deadline {
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(2));
-                        continue;
-                    }
-                    if !uncertain {
-                        // No commit of ours ever reached the coordinator: it cannot commit.
-                        self.stats.aborted.fetch_add(1, Ordering::Relaxed);
-                        self.history.record(EventBody::TxnOutcome {
-                            attempt,
-                            txn,
-                            outcome: Outcome::Aborted,
-                            detail: format!("no commit try reached the coordinator ({d}); its timeout aborts it"),
-                        });
-                        return Ok(again("the commit could not be delivered".into()));
-                    }
-                    // Fall through to the unresolved case below.
+                Step::ResendAmbiguous { why } => return Ok(again(why)),
+                Step::RetryCommit => {
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(2));
                 }
-                CommitAnswer::Ambiguous(d) => {
-                    uncertain = true;
-                    if ambiguous_since.is_none() {
-                        ambiguous_since = Some(Instant::now());
-                        self.stats.ambiguous.fetch_add(1, Ordering::Relaxed);
-                        self.history.record(EventBody::TxnOutcome {
-                            attempt,
-                            txn,
-                            outcome: Outcome::Ambiguous,
-                            detail: d.clone(),
-                        });
-                    }
-                    if self.cfg.resend == ResendPolicy::Naive {
-                        return Ok(again(format!(
-                            "naive policy: resend after an ambiguous commit ({d})"
-                        )));
-                    }
-                    let gone = matches!(
-                        r,
-                        Err(TxnError::Server {
-                            code: ServerError::TransactionNotFound,
-                            ..
-                        })
-                    );
-                    if !gone && first.elapsed() < patience && Instant::now() < deadline {
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(2));
-                        continue;
-                    }
+                Step::Withhold { why } => {
+                    self.withhold(attempt, &chunk.numbers, &why)?;
+                    return Ok(End::Done);
                 }
+                Step::Fatal(m) => return Err(TxnError::Fatal(m).into()),
+                Step::Verify { .. } => unreachable!("after_read never asks to verify again"),
             }
-            // Still ambiguous after retrying the commit.
-            return match self.cfg.resend {
-                ResendPolicy::Verify => {
-                    self.resolve_by_reading(attempt, txn, chunk, receipts, again)
-                        .await
-                }
-                _ => {
-                    self.withhold(
-                        attempt,
-                        &chunk.numbers,
-                        "retry-commit: the commit stayed ambiguous; not resent",
-                    )?;
-                    Ok(End::Done)
-                }
-            };
         }
     }
 
-    /// The `verify` policy: once the coordinator has let go of the transaction and the
-    /// partitions' transaction buffers have moved past its messages, read them back.
-    async fn resolve_by_reading(
-        &self,
-        attempt: u64,
-        txn: TxnId,
-        chunk: &Chunk,
-        receipts: &[(usize, MessageIdData)],
-        again: impl Fn(String) -> End,
-    ) -> Result<End, WorkloadError> {
+    /// The `verify` policy's evidence: once the coordinator has let go of the transaction
+    /// (its metadata answers 404 while its coordinator is Ready) and the partitions'
+    /// transaction buffers have moved past its messages, read them back. Anything short of
+    /// that is `Unknown`, with what held it.
+    async fn read_evidence(&self, txn: TxnId, receipts: &[(usize, MessageIdData)]) -> ReadEvidence {
         let wait_until = Instant::now() + self.cfg.txn_timeout + Duration::from_secs(60);
         // 1. The coordinator no longer holds it (committed or aborted, and finished).
+        let mut delay = Duration::from_millis(100);
         loop {
-            match self.admin.transaction_metadata(txn.most, txn.least).await {
-                Ok(None) => break,
-                Ok(Some(_)) | Err(_) if Instant::now() < wait_until => {
-                    tokio::time::sleep(Duration::from_millis(500)).await
-                }
-                Ok(Some(m)) => {
-                    self.withhold(
-                        attempt,
-                        &chunk.numbers,
-                        &format!("verify: the coordinator still holds it ({})", m.status),
-                    )?;
-                    return Ok(End::Done);
-                }
-                Err(e) => {
-                    self.withhold(
-                        attempt,
-                        &chunk.numbers,
-                        &format!("verify: the admin API did not answer ({e})"),
-                    )?;
-                    return Ok(End::Done);
-                }
+            let held = match self.admin.transaction_metadata(txn.most, txn.least).await {
+                Ok(Some(m)) => format!("the coordinator still holds it ({})", m.status),
+                Ok(None) => match self.admin.coordinator_stats().await {
+                    // A 404 means "ended" only from a coordinator that is loaded.
+                    Ok(stats) => match stats.get(&(txn.most as u32)) {
+                        Some(c) if c.state == "Ready" => break,
+                        Some(c) => format!(
+                            "its metadata answered 404 while coordinator {} is {} (not loaded: unknown)",
+                            txn.most, c.state
+                        ),
+                        None => format!(
+                            "its metadata answered 404 and coordinatorStats does not list coordinator {}",
+                            txn.most
+                        ),
+                    },
+                    Err(e) => format!("its metadata answered 404 and coordinatorStats failed ({e})"),
+                },
+                Err(e) => format!("the admin API did not answer ({e})"),
+            };
+            if Instant::now() >= wait_until {
+                return ReadEvidence::Unknown(held);
             }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(1));
         }
-        // 2. Read each partition between the transaction's first and last message.
+        // 2. Each partition's buffer past the transaction's last message, then read between
+        //    its first and last message.
         let mut by_partition: BTreeMap<usize, (MessageIdData, MessageIdData)> = BTreeMap::new();
         for (p, id) in receipts {
             let e = by_partition.entry(*p).or_insert((id.clone(), id.clone()));
@@ -1088,22 +1067,22 @@ impl Producer {
                 e.1 = id.clone();
             }
         }
+        let targets: Vec<(String, Until)> = by_partition
+            .iter()
+            .map(|(p, (_, hi))| {
+                (
+                    self.partition_topics[*p].clone(),
+                    Until::Past((hi.ledger_id, hi.entry_id)),
+                )
+            })
+            .collect();
+        let cap = wait_until.saturating_duration_since(Instant::now());
+        if let Err(why) = crate::readback::wait_readable(&self.admin, &targets, cap).await {
+            return ReadEvidence::Unknown(why);
+        }
         let mut found = 0u64;
         for (p, (lo, hi)) in &by_partition {
             let topic = &self.partition_topics[*p];
-            // Messages become readable once no open transaction precedes them.
-            loop {
-                match self.admin.transaction_buffer(topic).await {
-                    Ok((Some(max_read), _)) if max_read >= (hi.ledger_id, hi.entry_id) => break,
-                    _ if Instant::now() < wait_until => {
-                        tokio::time::sleep(Duration::from_millis(500)).await
-                    }
-                    other => {
-                        self.withhold(attempt, &chunk.numbers, &format!("verify: {topic}'s transaction buffer did not move past the transaction ({other:?})"))?;
-                        return Ok(End::Done);
-                    }
-                }
-            }
             let opts = ReadOptions {
                 start: Some(lo.clone()),
                 stop: Some(hi.clone()),
@@ -1120,66 +1099,33 @@ impl Producer {
             match r {
                 Ok(stats) if stats.incomplete.is_none() => {}
                 Ok(stats) => {
-                    self.withhold(
-                        attempt,
-                        &chunk.numbers,
-                        &format!(
-                            "verify: read-back incomplete: {}",
-                            stats.incomplete.unwrap_or_default()
-                        ),
-                    )?;
-                    return Ok(End::Done);
+                    return ReadEvidence::Unknown(format!(
+                        "read-back incomplete: {}",
+                        stats.incomplete.unwrap_or_default()
+                    ))
                 }
-                Err(e) => {
-                    self.withhold(
-                        attempt,
-                        &chunk.numbers,
-                        &format!("verify: read-back failed: {e}"),
-                    )?;
-                    return Ok(End::Done);
-                }
+                Err(e) => return ReadEvidence::Unknown(format!("read-back failed: {e}")),
             }
         }
-        let total = receipts.len() as u64;
-        if found == 0 {
-            self.history.record(EventBody::TxnResolved {
-                attempt,
-                txn,
-                resolved: Outcome::Aborted,
-                how: format!("read-back: none of its {total} messages is visible"),
-            });
-            return Ok(again("verify: the read-back shows it aborted".into()));
+        ReadEvidence::Read {
+            found,
+            total: receipts.len() as u64,
         }
-        self.journal.clear(attempt)?;
-        self.stats
-            .messages_committed
-            .fetch_add(found, Ordering::Relaxed);
-        self.history.record(EventBody::TxnResolved {
-            attempt,
-            txn,
-            resolved: Outcome::Committed,
-            how: if found == total {
-                format!("read-back: all {total} messages are visible")
-            } else {
-                format!("read-back: only {found} of {total} messages are visible (a partial commit; the checker will show what is missing)")
-            },
-        });
-        Ok(End::Done)
     }
 
-    /// After a resume, which leftover transactions have messages in the topic (a full read).
-    async fn visible_in_topic(&self, entries: &[Entry]) -> BTreeMap<TxnId, u64> {
+    /// After a resume, which leftover transactions have messages in the topic (a full read,
+    /// once no transaction is open on any partition). Err: why that could not be known.
+    async fn visible_in_topic(&self, entries: &[Entry]) -> Result<BTreeMap<TxnId, u64>, String> {
         let wanted: BTreeSet<TxnId> = entries.iter().map(|e| e.txn).collect();
         let mut found: BTreeMap<TxnId, u64> = wanted.iter().map(|t| (*t, 0)).collect();
+        let targets: Vec<(String, Until)> = self
+            .partition_topics
+            .iter()
+            .map(|t| (t.clone(), Until::NothingOpen))
+            .collect();
+        let cap = self.cfg.txn_timeout + Duration::from_secs(60);
+        crate::readback::wait_readable(&self.admin, &targets, cap).await?;
         for (p, topic) in self.partition_topics.iter().enumerate() {
-            // Wait until no transaction is open on the partition.
-            let until = Instant::now() + self.cfg.txn_timeout + Duration::from_secs(60);
-            while Instant::now() < until {
-                match self.admin.transaction_buffer(topic).await {
-                    Ok((_, 0)) => break,
-                    _ => tokio::time::sleep(Duration::from_millis(500)).await,
-                }
-            }
             let opts = ReadOptions {
                 idle_timeout: Duration::from_secs(30),
                 ..ReadOptions::default()
@@ -1193,23 +1139,23 @@ impl Producer {
                 true
             })
             .await;
-            if !matches!(r, Ok(ref s) if s.incomplete.is_none()) {
-                return BTreeMap::new();
+            match r {
+                Ok(s) if s.incomplete.is_none() => {}
+                Ok(s) => {
+                    return Err(format!(
+                        "the read of {topic} stopped short: {}",
+                        s.incomplete.unwrap_or_default()
+                    ))
+                }
+                Err(e) => return Err(format!("the read of {topic} failed: {e}")),
             }
         }
-        found
+        Ok(found)
     }
 
     /// Close connections.
     pub async fn close(&self) {
         self.client.close_all().await;
-    }
-}
-
-fn describe(r: &Result<(), TxnError>) -> String {
-    match r {
-        Ok(()) => "confirmed".into(),
-        Err(e) => e.to_string(),
     }
 }
 

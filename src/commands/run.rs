@@ -20,14 +20,26 @@ pub fn exit_code(v: &Verdict) -> i32 {
 pub fn print_verdict(v: &Verdict, reproduce: Option<&str>) {
     println!("{}", v.summary);
     for m in v.missing.iter().take(20) {
-        println!("  missing {}: {}", m.what, m.explanation);
+        println!(
+            "  missing {} [cause: {}]: {}",
+            m.what, m.cause, m.explanation
+        );
+        for e in m.evidence.iter().take(4) {
+            println!("    evidence: {e}");
+        }
     }
     for d in v.duplicates.iter().take(20) {
         let span = checker::Span {
             start: d.what.start,
             end: d.what.end,
         };
-        println!("  duplicated {span} x{}: {}", d.what.copies, d.explanation);
+        println!(
+            "  duplicated {span} x{} [cause: {}]: {}",
+            d.what.copies, d.cause, d.explanation
+        );
+        for e in d.evidence.iter().take(4) {
+            println!("    evidence: {e}");
+        }
         for (value, ids) in d.what.message_ids.iter().take(3) {
             let ids: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
             println!("    {value} at {}", ids.join(", "));
@@ -165,10 +177,9 @@ pub async fn verify(args: VerifyArgs) -> Result<i32> {
         return Ok(exit::PASS);
     }
     let mut incomplete = None;
-    if !args.settle.is_zero() {
-        if let Err(e) = crate::readback::wait_settled(&admin, &parts, args.settle).await {
-            incomplete = Some(e);
-        }
+    if let Err(e) = crate::readback::wait_settled(&admin, &parts, args.settle).await {
+        eprintln!("{e}");
+        incomplete = Some(e);
     }
     let rb = crate::readback::read_back(
         &args.service_url,

@@ -11,65 +11,84 @@ use tokio::sync::Mutex;
 use super::conn::{base, server_error};
 use super::{with_retry, Client, Connection, TxnError};
 use crate::history::TxnId;
+pub use crate::policy::CommitAnswer;
 
 /// The topic whose partitions place the coordinators on brokers.
 pub const TC_ASSIGN_TOPIC: &str = "persistent://pulsar/system/transaction_coordinator_assign";
 
-/// What the harness knows after an END_TXN COMMIT attempt.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CommitAnswer {
-    /// The coordinator confirmed it, or says the transaction is committing/committed.
-    Committed,
-    /// The coordinator says it is aborting/aborted, or never saw this commit and the
-    /// transaction is gone (timed out) before any commit could have applied.
-    Aborted(String),
-    /// The request may have applied; the outcome is unknown.
-    Ambiguous(String),
-    /// The request certainly had no effect (not sent, coordinator not loaded): try again.
-    NotApplied(String),
-    /// Transactions do not work here at all.
-    Fatal(String),
-}
-
-/// Classify the result of an END_TXN COMMIT on one transaction. Pure.
+/// Classify the result of one END_TXN COMMIT by what it proves about the transaction. Pure.
 ///
-/// `earlier_may_have_applied`: an earlier commit try on this transaction was sent and got no
-/// definite answer. TransactionNotFound is definite only without one: the coordinator did not
-/// know the transaction when our commit arrived, so nothing of ours committed it (it had timed
-/// out). After an uncertain try it may mean "that try committed it and it was removed".
-pub fn classify_commit(
-    result: &Result<(), TxnError>,
-    earlier_may_have_applied: bool,
-) -> CommitAnswer {
+/// Only a request that provably never left the client is `NotSent`. Every other failure after
+/// the END_TXN was handed to a connection is `Ambiguous`: Pulsar's `endTransaction` persists
+/// COMMITTING and then looks the coordinator up again, so even TransactionCoordinatorNotFound
+/// may come back for a commit that the coordinator's next owner finishes. TransactionNotFound
+/// is `NotFound`; whether it is definitive depends on the earlier tries (`policy::next`).
+pub fn classify_commit(result: &Result<(), TxnError>) -> CommitAnswer {
     match result {
-        Ok(()) => CommitAnswer::Committed,
-        Err(TxnError::NotSent(m)) => CommitAnswer::NotApplied(m.clone()),
+        Ok(()) => CommitAnswer::Committed("END_TXN COMMIT answered success".into()),
+        Err(TxnError::NotSent(m)) => CommitAnswer::NotSent(m.clone()),
         Err(TxnError::Timeout(m)) => CommitAnswer::Ambiguous(format!("timed out: {m}")),
-        Err(TxnError::ConnectionLost(m)) => CommitAnswer::Ambiguous(format!("connection lost: {m}")),
+        Err(TxnError::ConnectionLost(m)) => {
+            CommitAnswer::Ambiguous(format!("connection lost: {m}"))
+        }
+        Err(TxnError::Protocol(m)) => CommitAnswer::Ambiguous(format!("protocol error: {m}")),
         Err(TxnError::Fatal(m)) => CommitAnswer::Fatal(m.clone()),
         Err(TxnError::Server { code, message }) => match code {
             ServerError::InvalidTxnStatus => match state_named(message) {
-                Some("COMMITTING") | Some("COMMITTED") => CommitAnswer::Committed,
-                Some("ABORTING") | Some("ABORTED") => CommitAnswer::Aborted(format!("InvalidTxnStatus: {message}")),
+                Some("COMMITTING") | Some("COMMITTED") => {
+                    CommitAnswer::Committed(format!("InvalidTxnStatus: {message}"))
+                }
+                Some("ABORTING") | Some("ABORTED") | Some("TIME_OUT") => {
+                    CommitAnswer::Aborted(format!("InvalidTxnStatus: {message}"))
+                }
                 _ => CommitAnswer::Ambiguous(format!("InvalidTxnStatus: {message}")),
             },
-            ServerError::TransactionNotFound if !earlier_may_have_applied => {
-                CommitAnswer::Aborted(format!("TransactionNotFound before any commit of ours could apply (timed out): {message}"))
-            }
             ServerError::TransactionNotFound => {
-                CommitAnswer::Ambiguous(format!("TransactionNotFound after an earlier commit try: {message}"))
+                CommitAnswer::NotFound(format!("TransactionNotFound: {message}"))
             }
-            ServerError::TransactionCoordinatorNotFound => {
-                CommitAnswer::NotApplied(format!("TransactionCoordinatorNotFound: {message}"))
-            }
-            ServerError::UnknownError if message.contains("to be in Ready status") => {
-                CommitAnswer::NotApplied(format!("coordinator not ready: {message}"))
-            }
-            ServerError::NotAllowedError if message.contains("not enabled") => {
-                CommitAnswer::Fatal(format!("transactions are not enabled on the broker: {message}"))
-            }
+            ServerError::NotAllowedError if message.contains("not enabled") => CommitAnswer::Fatal(
+                format!("transactions are not enabled on the broker: {message}"),
+            ),
             other => CommitAnswer::Ambiguous(format!("{other:?}: {message}")),
         },
+    }
+}
+
+/// What the coordinator said about a transaction a resumed run found in its journal, asked
+/// with END_TXN ABORT. Pure. `Some(Committed)` / `Some(Aborted)` only on the coordinator's
+/// own words; everything else (TransactionNotFound included: a commit of the interrupted run
+/// may have applied before the coordinator let go) is `None`, unknown.
+pub fn classify_leftover_abort(
+    result: &Result<(), TxnError>,
+) -> (Option<crate::history::Outcome>, String) {
+    use crate::history::Outcome;
+    match result {
+        Ok(()) => (
+            Some(Outcome::Aborted),
+            "END_TXN ABORT answered success".into(),
+        ),
+        Err(TxnError::Server {
+            code: ServerError::InvalidTxnStatus,
+            message,
+        }) => match state_named(message) {
+            Some("COMMITTING") | Some("COMMITTED") => (
+                Some(Outcome::Committed),
+                format!("the coordinator says it committed: InvalidTxnStatus: {message}"),
+            ),
+            Some("ABORTING") | Some("ABORTED") | Some("TIME_OUT") => (
+                Some(Outcome::Aborted),
+                format!("the coordinator says it aborted: InvalidTxnStatus: {message}"),
+            ),
+            _ => (
+                None,
+                format!("InvalidTxnStatus naming no known state: {message}"),
+            ),
+        },
+        Err(TxnError::Server {
+            code: ServerError::TransactionNotFound,
+            message,
+        }) => (None, format!("TransactionNotFound: {message}")),
+        Err(other) => (None, format!("no answer to the abort: {other}")),
     }
 }
 
@@ -202,9 +221,13 @@ impl Coordinators {
             });
             let r = conn.request(rid, c, self.client.op_timeout).await;
             let resp = self.check(tc, r).await?;
-            let r = resp
-                .new_txn_response
-                .ok_or_else(|| TxnError::NotSent("NEW_TXN: unexpected answer".into()))?;
+            let kind = resp.r#type();
+            let r = resp.new_txn_response.ok_or_else(|| {
+                TxnError::Protocol(format!(
+                    "NEW_TXN answered with a {:?} frame that has no new_txn_response",
+                    kind
+                ))
+            })?;
             if let Some(e) = r.error {
                 let err = TxnError::Server {
                     code: server_error(e),
@@ -212,10 +235,7 @@ impl Coordinators {
                 };
                 return Err(self.check_err(tc, err).await);
             }
-            Ok(TxnId {
-                most: r.txnid_most_bits.unwrap_or(tc),
-                least: r.txnid_least_bits.unwrap_or(0),
-            })
+            new_txn_id(&r)
         })
         .await
     }
@@ -240,14 +260,19 @@ impl Coordinators {
             });
             let r = conn.request(rid, c, self.client.op_timeout).await;
             let resp = self.check(txn.most, r).await?;
-            if let Some(r) = resp.add_partition_to_txn_response {
-                if let Some(e) = r.error {
-                    let err = TxnError::Server {
-                        code: server_error(e),
-                        message: r.message.unwrap_or_default(),
-                    };
-                    return Err(self.check_err(txn.most, err).await);
-                }
+            let kind = resp.r#type();
+            let r = resp.add_partition_to_txn_response.ok_or_else(|| {
+                TxnError::Protocol(format!(
+                    "ADD_PARTITION_TO_TXN answered with a {:?} frame that has no add_partition_to_txn_response",
+                    kind
+                ))
+            })?;
+            if let Some(e) = r.error {
+                let err = TxnError::Server {
+                    code: server_error(e),
+                    message: r.message.unwrap_or_default(),
+                };
+                return Err(self.check_err(txn.most, err).await);
             }
             Ok(())
         })
@@ -256,7 +281,8 @@ impl Coordinators {
 
     /// One END_TXN, not retried: the caller decides what its answer means.
     pub async fn end_txn(&self, txn: TxnId, action: TxnAction) -> Result<(), TxnError> {
-        let conn = self.conn(txn.most).await?;
+        // Anything that fails before the request is handed to a connection never left us.
+        let conn = self.conn(txn.most).await.map_err(not_sent("END_TXN"))?;
         let rid = conn.new_request_id();
         let mut c = base(Type::EndTxn);
         c.end_txn = Some(proto::CommandEndTxn {
@@ -267,14 +293,19 @@ impl Coordinators {
         });
         let r = conn.request(rid, c, self.client.op_timeout).await;
         let resp = self.check(txn.most, r).await?;
-        if let Some(r) = resp.end_txn_response {
-            if let Some(e) = r.error {
-                let err = TxnError::Server {
-                    code: server_error(e),
-                    message: r.message.unwrap_or_default(),
-                };
-                return Err(self.check_err(txn.most, err).await);
-            }
+        let kind = resp.r#type();
+        let r = resp.end_txn_response.ok_or_else(|| {
+            TxnError::Protocol(format!(
+                "END_TXN answered with a {:?} frame that has no end_txn_response",
+                kind
+            ))
+        })?;
+        if let Some(e) = r.error {
+            let err = TxnError::Server {
+                code: server_error(e),
+                message: r.message.unwrap_or_default(),
+            };
+            return Err(self.check_err(txn.most, err).await);
         }
         Ok(())
     }
@@ -293,7 +324,10 @@ impl Coordinators {
 
     async fn check_err(&self, tc: u64, e: TxnError) -> TxnError {
         let moved = match &e {
-            TxnError::Timeout(_) | TxnError::ConnectionLost(_) | TxnError::NotSent(_) => true,
+            TxnError::Timeout(_)
+            | TxnError::ConnectionLost(_)
+            | TxnError::NotSent(_)
+            | TxnError::Protocol(_) => true,
             TxnError::Server { code, message } => {
                 if *code == ServerError::NotAllowedError && message.contains("not enabled") {
                     return TxnError::Fatal(format!(
@@ -311,6 +345,17 @@ impl Coordinators {
             self.forget(tc).await;
         }
         e
+    }
+}
+
+/// The transaction id of a NEW_TXN reply; a reply without both id halves is a protocol error
+/// (never an invented id: a wrong id would commit or abort somebody else's transaction).
+pub fn new_txn_id(r: &proto::CommandNewTxnResponse) -> Result<TxnId, TxnError> {
+    match (r.txnid_most_bits, r.txnid_least_bits) {
+        (Some(most), Some(least)) => Ok(TxnId { most, least }),
+        (most, least) => Err(TxnError::Protocol(format!(
+            "NEW_TXN answered success without a whole transaction id (most bits {most:?}, least bits {least:?})"
+        ))),
     }
 }
 
@@ -355,73 +400,125 @@ mod tests {
         assert_eq!(state_named("something else"), None);
     }
 
+    fn is<F: Fn(&CommitAnswer) -> bool>(r: &Result<(), TxnError>, f: F) -> bool {
+        f(&classify_commit(r))
+    }
+
+    // One row per reply in the error table (shared notes): only a request that never left the
+    // client is NotSent; everything else after END_TXN was handed over is at best ambiguous.
     #[test]
     fn commit_answers() {
-        assert_eq!(classify_commit(&Ok(()), false), CommitAnswer::Committed);
-        assert!(matches!(
-            classify_commit(
-                &server(
-                    ServerError::InvalidTxnStatus,
-                    "Expect Txn `(0,5)` to be in COMMITTING status but it is in ABORTING status"
-                ),
-                true
-            ),
-            CommitAnswer::Aborted(_)
+        use CommitAnswer as A;
+        assert!(is(&Ok(()), |a| matches!(a, A::Committed(_))));
+        let invalid = |state: &str| {
+            server(
+                ServerError::InvalidTxnStatus,
+                &format!("Expect Txn `(0,5)` to be in OPEN status but it is in {state} status"),
+            )
+        };
+        assert!(is(&invalid("COMMITTING"), |a| matches!(a, A::Committed(_))));
+        assert!(is(&invalid("COMMITTED"), |a| matches!(a, A::Committed(_))));
+        assert!(is(&invalid("ABORTING"), |a| matches!(a, A::Aborted(_))));
+        assert!(is(&invalid("ABORTED"), |a| matches!(a, A::Aborted(_))));
+        assert!(is(
+            &server(ServerError::InvalidTxnStatus, "garbled"),
+            |a| matches!(a, A::Ambiguous(_))
         ));
+        assert!(is(
+            &server(ServerError::TransactionNotFound, "gone"),
+            |a| matches!(a, A::NotFound(_))
+        ));
+        // Regression: the broker persists COMMITTING, then looks the coordinator up again; a
+        // TransactionCoordinatorNotFound may come back for a commit its next owner finishes.
+        assert!(is(
+            &server(ServerError::TransactionCoordinatorNotFound, "x"),
+            |a| matches!(a, A::Ambiguous(_))
+        ));
+        assert!(is(
+            &server(ServerError::UnknownError, "Expect Transaction Coordinator `0` to be in Ready status but it is in Initializing state"),
+            |a| matches!(a, A::Ambiguous(_))
+        ));
+        assert!(is(
+            &server(ServerError::ServiceNotReady, "x"),
+            |a| matches!(a, A::Ambiguous(_))
+        ));
+        assert!(is(
+            &server(ServerError::PersistenceError, "x"),
+            |a| matches!(a, A::Ambiguous(_))
+        ));
+        assert!(is(&Err(TxnError::Timeout("t".into())), |a| matches!(
+            a,
+            A::Ambiguous(_)
+        )));
+        assert!(is(
+            &Err(TxnError::ConnectionLost("c".into())),
+            |a| matches!(a, A::Ambiguous(_))
+        ));
+        assert!(is(&Err(TxnError::Protocol("p".into())), |a| matches!(
+            a,
+            A::Ambiguous(_)
+        )));
+        assert!(is(&Err(TxnError::NotSent("n".into())), |a| matches!(
+            a,
+            A::NotSent(_)
+        )));
+        assert!(is(
+            &server(
+                ServerError::NotAllowedError,
+                "Transactions are not enabled."
+            ),
+            |a| matches!(a, A::Fatal(_))
+        ));
+    }
+
+    #[test]
+    fn leftover_aborts_are_known_only_on_the_coordinators_words() {
+        use crate::history::Outcome;
+        assert_eq!(classify_leftover_abort(&Ok(())).0, Some(Outcome::Aborted));
         assert_eq!(
-            classify_commit(
-                &server(
-                    ServerError::InvalidTxnStatus,
-                    "Expect Txn `(0,5)` to be in ABORTING status but it is in COMMITTING status"
-                ),
-                false
-            ),
-            CommitAnswer::Committed
+            classify_leftover_abort(&server(
+                ServerError::InvalidTxnStatus,
+                "Expect Txn `(0,5)` to be in OPEN status but it is in COMMITTED status"
+            ))
+            .0,
+            Some(Outcome::Committed)
         );
-        assert!(matches!(
-            classify_commit(&server(ServerError::TransactionNotFound, "gone"), false),
-            CommitAnswer::Aborted(_)
-        ));
-        assert!(matches!(
-            classify_commit(&server(ServerError::TransactionNotFound, "gone"), true),
-            CommitAnswer::Ambiguous(_)
-        ));
-        assert!(matches!(
-            classify_commit(&Err(TxnError::Timeout("t".into())), false),
-            CommitAnswer::Ambiguous(_)
-        ));
-        assert!(matches!(
-            classify_commit(&Err(TxnError::ConnectionLost("c".into())), false),
-            CommitAnswer::Ambiguous(_)
-        ));
-        assert!(matches!(
-            classify_commit(&Err(TxnError::NotSent("n".into())), true),
-            CommitAnswer::NotApplied(_)
-        ));
-        assert!(matches!(
-            classify_commit(
-                &server(ServerError::TransactionCoordinatorNotFound, "x"),
-                false
-            ),
-            CommitAnswer::NotApplied(_)
-        ));
-        assert!(matches!(
-            classify_commit(&server(ServerError::UnknownError, "Expect Transaction Coordinator `0` to be in Ready status but it is in Initializing state"), false),
-            CommitAnswer::NotApplied(_)
-        ));
-        assert!(matches!(
-            classify_commit(&server(ServerError::PersistenceError, "x"), false),
-            CommitAnswer::Ambiguous(_)
-        ));
-        assert!(matches!(
-            classify_commit(
-                &server(
-                    ServerError::NotAllowedError,
-                    "Transactions are not enabled."
-                ),
-                false
-            ),
-            CommitAnswer::Fatal(_)
-        ));
+        assert_eq!(
+            classify_leftover_abort(&server(
+                ServerError::InvalidTxnStatus,
+                "Expect Txn `(0,5)` to be in OPEN status but it is in ABORTING status"
+            ))
+            .0,
+            Some(Outcome::Aborted)
+        );
+        // Regression: an InvalidTxnStatus naming no state was taken as "aborted".
+        assert_eq!(
+            classify_leftover_abort(&server(ServerError::InvalidTxnStatus, "odd")).0,
+            None
+        );
+        assert_eq!(
+            classify_leftover_abort(&server(ServerError::TransactionNotFound, "gone")).0,
+            None
+        );
+        assert_eq!(
+            classify_leftover_abort(&Err(TxnError::Timeout("t".into()))).0,
+            None
+        );
+    }
+
+    #[test]
+    fn a_new_txn_reply_without_its_id_is_a_protocol_error() {
+        let mut r = proto::CommandNewTxnResponse {
+            request_id: 1,
+            txnid_least_bits: Some(7),
+            txnid_most_bits: Some(0),
+            ..Default::default()
+        };
+        assert_eq!(new_txn_id(&r).unwrap(), TxnId { most: 0, least: 7 });
+        r.txnid_least_bits = None;
+        assert!(matches!(new_txn_id(&r), Err(TxnError::Protocol(_))));
+        r.txnid_least_bits = Some(7);
+        r.txnid_most_bits = None;
+        assert!(matches!(new_txn_id(&r), Err(TxnError::Protocol(_))));
     }
 }

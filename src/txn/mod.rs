@@ -35,6 +35,10 @@ pub enum TxnError {
     /// The broker answered with an error.
     #[error("{code:?}: {message}")]
     Server { code: ServerError, message: String },
+    /// The broker's answer broke the protocol (e.g. a reply without the response it must
+    /// carry): the request's effect is unknown, never taken as success.
+    #[error("protocol error: {0}")]
+    Protocol(String),
     /// Nothing to retry: e.g. transactions are disabled on the broker.
     #[error("{0}")]
     Fatal(String),
@@ -51,7 +55,10 @@ impl TxnError {
     /// The broker may be on its way back: worth another try after a re-lookup.
     pub fn is_retryable(&self) -> bool {
         match self {
-            TxnError::NotSent(_) | TxnError::Timeout(_) | TxnError::ConnectionLost(_) => true,
+            TxnError::NotSent(_)
+            | TxnError::Timeout(_)
+            | TxnError::ConnectionLost(_)
+            | TxnError::Protocol(_) => true,
             TxnError::Server { code, .. } => matches!(
                 code,
                 ServerError::ServiceNotReady
