@@ -38,10 +38,20 @@ fn assert_verdict_matches_readback(run_dir: &Path) {
     assert_eq!(v["distinct"].as_u64().unwrap(), distinct, "{v}");
     assert_eq!(v["missing_total"].as_u64().unwrap(), missing, "{v}");
     assert_eq!(v["duplicate_copies"].as_u64().unwrap(), extra, "{v}");
-    // Inconclusive only with a reason on record (a stall, the deadline, an unfinished read),
-    // and never over a duplicate.
+    // Inconclusive only with a reason on record (a stall, the deadline, an unfinished read,
+    // numbers missing for the harness's own reasons), and never over a duplicate or an anomaly
+    // whose cause is Pulsar's answer contradicted or an ambiguous commit resent.
     let has_reasons = !v["reasons"].as_array().unwrap().is_empty();
-    let expected_status = if extra > 0 {
+    let blamed = v["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(v["duplicates"].as_array().unwrap())
+        .any(|a| a["cause"] != "harness");
+    for a in v["missing"].as_array().unwrap() {
+        assert!(a["cause"].is_string(), "an anomaly without a cause: {a}");
+    }
+    let expected_status = if extra > 0 || blamed {
         "violation"
     } else if has_reasons {
         "inconclusive"
