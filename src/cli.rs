@@ -49,6 +49,10 @@ pub enum Command {
         /// Where the replays' run directories go (default: beside the original).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Replay on another Pulsar version than the original ran (its official image, else
+        /// the local one); by default the original's own image.
+        #[arg(long)]
+        pulsar_version: Option<String>,
         #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
         progress: ProgressMode,
     },
@@ -89,6 +93,10 @@ pub struct RunArgs {
     /// The Pulsar image (overrides the scenario's).
     #[arg(long)]
     pub image: Option<String>,
+    /// The Pulsar version to run (overrides the scenario's `cluster.pulsar_version`; the
+    /// official image of that version, else the local one: `image build --pulsar-version`).
+    #[arg(long)]
+    pub pulsar_version: Option<String>,
     /// Continue an interrupted run from its directory: resend what its journals hold.
     #[arg(long, conflicts_with_all = ["scenario", "seed"])]
     pub resume: Option<PathBuf>,
@@ -163,6 +171,10 @@ pub struct SoakArgs {
     /// The Pulsar image (overrides the scenario's).
     #[arg(long)]
     pub image: Option<String>,
+    /// The Pulsar version to run (overrides the scenario's `cluster.pulsar_version`; the
+    /// official image of that version, else the local one: `image build --pulsar-version`).
+    #[arg(long)]
+    pub pulsar_version: Option<String>,
     /// Stream history events as JSON lines on stdout.
     #[arg(long)]
     pub json: bool,
@@ -205,6 +217,9 @@ pub struct ClusterUpArgs {
     /// The Pulsar image (default: the official image, else the local one).
     #[arg(long)]
     pub image: Option<String>,
+    /// The Pulsar version (default: the harness's default version).
+    #[arg(long, default_value = crate::versions::DEFAULT)]
+    pub pulsar_version: String,
     /// Host port of the binary protocol (standalone).
     #[arg(long, default_value_t = 6650)]
     pub binary_port: u16,
@@ -232,9 +247,16 @@ pub enum ImageCommand {
         /// Build even if the image exists.
         #[arg(long)]
         force: bool,
+        /// The Pulsar version whose broker closure Maven Central serves (docker/README.md
+        /// lists the versions checked).
+        #[arg(long, default_value = crate::versions::DEFAULT)]
+        pulsar_version: String,
     },
     /// Print the image a run would use.
-    Show,
+    Show {
+        #[arg(long, default_value = crate::versions::DEFAULT)]
+        pulsar_version: String,
+    },
 }
 
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {

@@ -24,4 +24,5 @@ pub mod scenario;
 pub mod seed;
 pub mod stall;
 pub mod txn;
+pub mod versions;
 pub mod workload;

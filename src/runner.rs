@@ -162,7 +162,8 @@ pub async fn start_cluster(
     run_id: &str,
     keep: bool,
 ) -> Result<(Cluster, String)> {
-    let (engine, img) = crate::commands::cluster::engine_and_image(image).await?;
+    let (engine, img) =
+        crate::commands::cluster::engine_and_image(image, &spec.pulsar_version).await?;
     eprintln!("starting {} (run {run_id})", describe_topology(spec));
     let cluster = Cluster::up(engine, spec, run_id, &img, keep).await?;
     if let Err(e) = crate::ready::wait_ready(&cluster, spec.ready_timeout).await {
@@ -403,7 +404,11 @@ async fn execute(
     let active: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
     let nemesis = match &env.cluster {
         Some(c) => {
-            let tools = image::tools_image(c.engine(), &c.image).await?;
+            let version = match &req.scenario.cluster {
+                ClusterSpec::Docker(d) => d.pulsar_version.clone(),
+                ClusterSpec::External { .. } => crate::versions::DEFAULT.to_string(),
+            };
+            let tools = image::tools_image(c.engine(), &c.image, &version).await?;
             Some(Arc::new(Nemesis::new(
                 c.clone(),
                 admin.clone(),

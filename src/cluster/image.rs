@@ -13,17 +13,31 @@ use tokio::process::Command;
 
 use super::engine::{Engine, LABEL_IMAGE_INPUTS};
 use super::ClusterError;
-use crate::scenario::PULSAR_VERSION;
+use crate::versions;
 
-/// The official image of the pinned version.
-pub fn official_image() -> String {
-    format!("apachepulsar/pulsar:{PULSAR_VERSION}")
+/// The official image of a Pulsar version.
+pub fn official_image(version: &str) -> String {
+    format!("apachepulsar/pulsar:{version}")
 }
 
 /// Debian suite and packages of the root filesystem.
 pub const DEBIAN_SUITE: &str = "bookworm";
-pub const DEBIAN_PACKAGES: &str =
-    "openjdk-17-jre-headless,iproute2,nftables,procps,curl,ca-certificates,python3-minimal";
+/// Besides the version's Java runtime (`versions::Profile::jre`).
+pub const DEBIAN_PACKAGES: &str = "iproute2,nftables,procps,curl,ca-certificates,python3-minimal";
+
+/// Every Debian package of the root filesystem for a version.
+pub fn debian_packages(version: &str) -> String {
+    format!("{},{DEBIAN_PACKAGES}", versions::profile(version).jre)
+}
+
+/// The conf lines a version adds (`versions::Profile::conf`), as text for the hash.
+fn conf_overrides(version: &str) -> String {
+    versions::profile(version)
+        .conf
+        .iter()
+        .map(|(f, k, v)| format!("{f}:{k}={v}\n"))
+        .collect()
+}
 /// Bumped when the recipe below changes in a way the inputs do not show.
 const RECIPE: &str = "pulsar-chaos image recipe 1";
 
@@ -76,9 +90,14 @@ fn hash_of(parts: &[&str]) -> String {
     hex(&h.finalize())
 }
 
-/// The hash of every input of the local image.
-pub fn inputs_hash() -> String {
-    let mut parts: Vec<&str> = vec![RECIPE, PULSAR_VERSION, DEBIAN_SUITE, DEBIAN_PACKAGES, POM];
+/// The hash of every input of the local image of a version.
+pub fn inputs_hash(version: &str) -> String {
+    let packages = debian_packages(version);
+    let conf = conf_overrides(version);
+    let mut parts: Vec<&str> = vec![RECIPE, version, DEBIAN_SUITE, &packages, POM];
+    if !conf.is_empty() {
+        parts.push(&conf);
+    }
     for (path, text, _) in FILES {
         parts.push(path);
         parts.push(text);
@@ -86,11 +105,11 @@ pub fn inputs_hash() -> String {
     hash_of(&parts)
 }
 
-/// The tag of the local image for the current inputs.
-pub fn local_image() -> String {
+/// The tag of the local image of a version for the current inputs.
+pub fn local_image(version: &str) -> String {
     format!(
-        "pulsar-chaos/pulsar:{PULSAR_VERSION}-{}",
-        &inputs_hash()[..12]
+        "pulsar-chaos/pulsar:{version}-{}",
+        &inputs_hash(version)[..12]
     )
 }
 
@@ -110,6 +129,7 @@ pub enum ImageSource {
 pub async fn resolve(
     engine: &Engine,
     named: Option<&str>,
+    version: &str,
 ) -> Result<(String, ImageSource), ClusterError> {
     if let Some(img) = named {
         if engine.image_exists(img).await? {
@@ -123,7 +143,7 @@ pub async fn resolve(
             }),
         };
     }
-    let official = official_image();
+    let official = official_image(version);
     if engine.image_exists(&official).await? {
         return Ok((official, ImageSource::Official));
     }
@@ -131,7 +151,7 @@ pub async fn resolve(
         Ok(()) => return Ok((official, ImageSource::Official)),
         Err(e) => e,
     };
-    let local = local_image();
+    let local = local_image(version);
     if engine.image_exists(&local).await? {
         return Ok((
             local,
@@ -143,17 +163,24 @@ pub async fn resolve(
     Err(ClusterError::ImageMissing {
         image: format!("{official} (or the local {local})"),
         reason: format!(
-            "the official image could not be pulled ({pull_err}) and the local one is not built"
+            "the official image could not be pulled ({pull_err}) and the local one is not built (pulsar-chaos image build --pulsar-version {version})"
         ),
     })
 }
 
-/// The image used for sidecars that change a container's network (needs tc and nft): the local
-/// image when it exists, else the cluster's own image.
-pub async fn tools_image(engine: &Engine, cluster_image: &str) -> Result<String, ClusterError> {
-    let local = local_image();
-    if engine.image_exists(&local).await? {
-        return Ok(local);
+/// The image used for sidecars that change a container's network (needs tc and nft): a local
+/// image when one exists (of the cluster's version, else of the default one), else the
+/// cluster's own image.
+pub async fn tools_image(
+    engine: &Engine,
+    cluster_image: &str,
+    version: &str,
+) -> Result<String, ClusterError> {
+    for v in [version, versions::DEFAULT] {
+        let local = local_image(v);
+        if engine.image_exists(&local).await? {
+            return Ok(local);
+        }
     }
     Ok(cluster_image.to_string())
 }
@@ -218,16 +245,23 @@ fn need(tool: &str, package: &str) -> Result<(), ClusterError> {
     }
 }
 
-/// Build the local image unless an image with the same inputs exists (or `force`).
-pub async fn build(engine: &Engine, force: bool) -> Result<BuildReport, ClusterError> {
+/// Build the local image of a Pulsar version unless an image with the same inputs exists (or
+/// `force`).
+pub async fn build(
+    engine: &Engine,
+    version: &str,
+    force: bool,
+) -> Result<BuildReport, ClusterError> {
+    versions::validate(version).map_err(build_err("version"))?;
     let started = Instant::now();
-    let tag = local_image();
+    let tag = local_image(version);
+    let packages = debian_packages(version);
     let mut steps = Vec::new();
     if !force {
         if let Some(labels) = engine.image_labels(&tag).await? {
             if labels
                 .get(LABEL_IMAGE_INPUTS)
-                .map(|h| h == &inputs_hash())
+                .map(|h| h == &inputs_hash(version))
                 .unwrap_or(true)
             {
                 return Ok(BuildReport {
@@ -250,7 +284,7 @@ pub async fn build(engine: &Engine, force: bool) -> Result<BuildReport, ClusterE
     let t = Instant::now();
     let rootfs = cache.join(format!(
         "rootfs-{}",
-        &hash_of(&[DEBIAN_SUITE, DEBIAN_PACKAGES])[..12]
+        &hash_of(&[DEBIAN_SUITE, &packages])[..12]
     ));
     if !rootfs.join("usr/bin/java").exists() {
         let tmp = cache.join("rootfs.tmp");
@@ -265,7 +299,7 @@ pub async fn build(engine: &Engine, force: bool) -> Result<BuildReport, ClusterE
             "debootstrap",
             Command::new("debootstrap")
                 .arg("--variant=minbase")
-                .arg(format!("--include={DEBIAN_PACKAGES}"))
+                .arg(format!("--include={packages}"))
                 .arg(DEBIAN_SUITE)
                 .arg(&tmp)
                 .arg(&mirror),
@@ -279,25 +313,22 @@ pub async fn build(engine: &Engine, force: bool) -> Result<BuildReport, ClusterE
 
     // 2. The broker's runtime jars.
     let t = Instant::now();
-    let pom_hash = &hash_of(&[POM, PULSAR_VERSION])[..12];
-    let lib = cache.join(format!("lib-{PULSAR_VERSION}-{pom_hash}"));
-    if !lib
-        .join(format!("pulsar-broker-{PULSAR_VERSION}.jar"))
-        .exists()
-    {
+    let pom_hash = &hash_of(&[POM, version])[..12];
+    let lib = cache.join(format!("lib-{version}-{pom_hash}"));
+    if !lib.join(format!("pulsar-broker-{version}.jar")).exists() {
         let work = cache.join(format!("maven-{pom_hash}"));
         std::fs::create_dir_all(&work).map_err(|e| build_err("maven")(e.to_string()))?;
         std::fs::write(work.join("pom.xml"), POM).map_err(|e| build_err("maven")(e.to_string()))?;
         let tmp = cache.join("lib.tmp");
         let _ = std::fs::remove_dir_all(&tmp);
-        tracing::info!("resolving org.apache.pulsar:pulsar-broker:{PULSAR_VERSION} and its runtime closure from Maven Central");
+        tracing::info!("resolving org.apache.pulsar:pulsar-broker:{version} and its runtime closure from Maven Central");
         run(
             "maven",
             Command::new("mvn")
                 .current_dir(&work)
                 .arg("-q")
                 .arg("-B")
-                .arg(format!("-Dpulsar.version={PULSAR_VERSION}"))
+                .arg(format!("-Dpulsar.version={version}"))
                 .arg("dependency:copy-dependencies")
                 .arg("-DincludeScope=runtime")
                 .arg(format!("-DoutputDirectory={}", tmp.display())),
@@ -312,7 +343,7 @@ pub async fn build(engine: &Engine, force: bool) -> Result<BuildReport, ClusterE
     let t = Instant::now();
     let stage = cache.join("stage");
     let _ = std::fs::remove_dir_all(&stage);
-    stage_pulsar(&stage, &lib).map_err(build_err("stage /pulsar"))?;
+    stage_pulsar(&stage, &lib, version).map_err(build_err("stage /pulsar"))?;
     steps.push(("stage".to_string(), t.elapsed()));
 
     // 4. Import: the root filesystem and /pulsar as one tar stream.
@@ -340,8 +371,8 @@ pub async fn build(engine: &Engine, force: bool) -> Result<BuildReport, ClusterE
         "ENV LANG=C.UTF-8".to_string(),
         "WORKDIR /pulsar".to_string(),
         "USER 10000".to_string(),
-        format!("LABEL {LABEL_IMAGE_INPUTS}={}", inputs_hash()),
-        format!("LABEL org.apache.pulsar.version={PULSAR_VERSION}"),
+        format!("LABEL {LABEL_IMAGE_INPUTS}={}", inputs_hash(version)),
+        format!("LABEL org.apache.pulsar.version={version}"),
         "CMD [\"bin/pulsar\", \"standalone\", \"-nfw\", \"-nss\"]".to_string(),
     ];
     let imported = engine.import_rootfs(stream, &repo, &t_tag, changes).await;
@@ -397,7 +428,7 @@ fn trim_rootfs(root: &Path) -> Result<(), String> {
 }
 
 /// /pulsar: lib (hard links into the jar cache), conf, bin, writable data and logs.
-fn stage_pulsar(stage: &Path, lib: &Path) -> Result<(), String> {
+fn stage_pulsar(stage: &Path, lib: &Path, version: &str) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
     let p = stage.join("pulsar");
     for d in ["lib", "conf", "bin", "data", "logs"] {
@@ -412,6 +443,12 @@ fn stage_pulsar(stage: &Path, lib: &Path) -> Result<(), String> {
     }
     for (path, text, mode) in FILES {
         let dst = p.join(path);
+        let mut text = text.to_string();
+        for (file, key, value) in versions::profile(version).conf {
+            if path.strip_prefix("conf/") == Some(file) {
+                text.push_str(&format!("\n# for Pulsar {version}\n{key}={value}\n"));
+            }
+        }
         std::fs::write(&dst, text).map_err(|e| e.to_string())?;
         std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(*mode))
             .map_err(|e| e.to_string())?;
@@ -443,20 +480,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_tag_follows_the_inputs() {
-        let t = local_image();
+    fn the_tag_follows_the_version_and_the_inputs() {
+        let t = local_image(versions::DEFAULT);
         assert!(
-            t.starts_with(&format!("pulsar-chaos/pulsar:{PULSAR_VERSION}-")),
+            t.starts_with(&format!("pulsar-chaos/pulsar:{}-", versions::DEFAULT)),
             "{t}"
         );
-        assert_eq!(t, local_image());
+        assert_eq!(t, local_image(versions::DEFAULT));
+        let other = local_image("4.2.4");
+        assert!(other.starts_with("pulsar-chaos/pulsar:4.2.4-"), "{other}");
+        assert_ne!(inputs_hash("4.2.4"), inputs_hash(versions::DEFAULT));
+        assert_eq!(official_image("4.2.4"), "apachepulsar/pulsar:4.2.4");
         assert_ne!(hash_of(&["a", "bc"]), hash_of(&["ab", "c"]));
     }
 
     #[test]
-    fn the_pom_pins_the_version_the_code_expects() {
+    fn the_pom_takes_the_version_from_the_command_line() {
+        // The build passes -Dpulsar.version=V; the pom's own value is only the default.
         assert!(POM.contains(&format!(
-            "<pulsar.version>{PULSAR_VERSION}</pulsar.version>"
+            "<pulsar.version>{}</pulsar.version>",
+            versions::DEFAULT
         )));
+        assert!(debian_packages("4.2.4").starts_with("openjdk-17-jre-headless,"));
     }
 }

@@ -19,16 +19,16 @@ pub fn new_run_id() -> String {
     format!("{:08x}", r.next_u64() as u32)
 }
 
-/// Connect to Docker and pick the image (printing which one and why).
-pub async fn engine_and_image(named: Option<&str>) -> Result<(Engine, String)> {
+/// Connect to Docker and pick the image of a Pulsar version (printing which one and why).
+pub async fn engine_and_image(named: Option<&str>, version: &str) -> Result<(Engine, String)> {
     let engine = Engine::connect().await?;
-    let (img, source) = image::resolve(&engine, named).await?;
+    let (img, source) = image::resolve(&engine, named, version).await?;
     match source {
         image::ImageSource::Local {
             official_unavailable,
         } => eprintln!(
             "image: {img} (built locally; {} unavailable: {official_unavailable})",
-            image::official_image()
+            image::official_image(version)
         ),
         _ => eprintln!("image: {img}"),
     }
@@ -42,6 +42,7 @@ pub async fn up(args: ClusterUpArgs) -> Result<i32> {
             TopologyArg::Cluster => Topology::Cluster,
         },
         image: args.image.clone(),
+        pulsar_version: args.pulsar_version.clone(),
         brokers: if args.topology == TopologyArg::Standalone {
             1
         } else {
@@ -59,7 +60,8 @@ pub async fn up(args: ClusterUpArgs) -> Result<i32> {
     if spec.topology == Topology::Cluster && !(1..=3).contains(&spec.bookies) {
         return Err(Error::Usage("--bookies must be between 1 and 3".into()));
     }
-    let (engine, img) = engine_and_image(args.image.as_deref()).await?;
+    crate::versions::validate(&args.pulsar_version).map_err(Error::Usage)?;
+    let (engine, img) = engine_and_image(args.image.as_deref(), &args.pulsar_version).await?;
     let run_id = new_run_id();
     let guard = RunGuard::new(&run_id);
     let started = std::time::Instant::now();
@@ -168,14 +170,15 @@ pub async fn down(run: Option<String>) -> Result<i32> {
     Ok(exit::PASS)
 }
 
-pub async fn image_build(force: bool) -> Result<i32> {
+pub async fn image_build(version: &str, force: bool) -> Result<i32> {
+    crate::versions::validate(version).map_err(Error::Usage)?;
     let engine = Engine::connect().await?;
     eprintln!(
-        "building {} (Pulsar {})",
-        image::local_image(),
-        crate::scenario::PULSAR_VERSION
+        "building {} (Pulsar {version}: {})",
+        image::local_image(version),
+        crate::versions::profile(version).note
     );
-    let r = image::build(&engine, force).await?;
+    let r = image::build(&engine, version, force).await?;
     if r.skipped {
         println!(
             "{} is up to date (its inputs have not changed); nothing to do",
@@ -190,8 +193,9 @@ pub async fn image_build(force: bool) -> Result<i32> {
     Ok(exit::PASS)
 }
 
-pub async fn image_show() -> Result<i32> {
-    let (_, img) = engine_and_image(None).await?;
+pub async fn image_show(version: &str) -> Result<i32> {
+    crate::versions::validate(version).map_err(Error::Usage)?;
+    let (_, img) = engine_and_image(None, version).await?;
     println!("{img}");
     Ok(exit::PASS)
 }

@@ -18,8 +18,13 @@ pub async fn dispatch(cmd: Command) -> Result<i32> {
         Command::Cluster(ClusterCommand::Up(args)) => cluster::up(args).await,
         Command::Cluster(ClusterCommand::Status) => cluster::status().await,
         Command::Cluster(ClusterCommand::Down { run }) => cluster::down(run).await,
-        Command::Image(ImageCommand::Build { force }) => cluster::image_build(force).await,
-        Command::Image(ImageCommand::Show) => cluster::image_show().await,
+        Command::Image(ImageCommand::Build {
+            force,
+            pulsar_version,
+        }) => cluster::image_build(&pulsar_version, force).await,
+        Command::Image(ImageCommand::Show { pulsar_version }) => {
+            cluster::image_show(&pulsar_version).await
+        }
         Command::Clean => cluster::clean().await,
         Command::Run(args) => run::run(args).await,
         Command::Verify(args) => run::verify(args).await,
@@ -29,7 +34,8 @@ pub async fn dispatch(cmd: Command) -> Result<i32> {
             times,
             out,
             progress,
-        } => replay::replay(&run_dir, times, out, progress.into()).await,
+            pulsar_version,
+        } => replay::replay(&run_dir, times, out, progress.into(), pulsar_version).await,
         Command::Soak(args) => soak::soak(args).await,
     }
 }

@@ -26,6 +26,7 @@ pub async fn replay(
     times: u32,
     out: Option<PathBuf>,
     progress: crate::progress::Mode,
+    pulsar_version: Option<String>,
 ) -> Result<i32> {
     if times == 0 {
         return Err(Error::Usage("--times must be at least 1".into()));
@@ -34,6 +35,9 @@ pub async fn replay(
     let info: RunInfo = dir.read_json("run.json")?;
     let original: Option<Verdict> = dir.read_json("verdict.json").ok();
     let mut s = scenario::load(&dir.file("scenario.yaml"))?;
+    if let Some(v) = &pulsar_version {
+        s.set_pulsar_version(v).map_err(Error::Usage)?;
+    }
     if info.topology == "external" {
         s.cluster = ClusterSpec::External {
             service_url: info.service_url.clone(),
@@ -64,7 +68,11 @@ pub async fn replay(
             seed: info.seed,
             out: out.clone(),
             keep_cluster: false,
-            image: info.image.clone(),
+            image: if pulsar_version.is_some() {
+                None
+            } else {
+                info.image.clone()
+            },
             progress,
             json: false,
             reuse: None,

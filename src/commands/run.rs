@@ -101,6 +101,9 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         .clone()
         .ok_or_else(|| Error::Usage("a scenario file is required".into()))?;
     let mut s = scenario::load(&path)?;
+    if let Some(v) = &args.pulsar_version {
+        s.set_pulsar_version(v).map_err(Error::Usage)?;
+    }
     if let (Some(service_url), Some(admin_url)) = (&args.service_url, &args.admin_url) {
         s.cluster = ClusterSpec::External {
             service_url: service_url.clone(),

@@ -209,6 +209,9 @@ async fn healthy(cluster: &Cluster) -> bool {
 
 pub async fn soak(args: SoakArgs) -> Result<i32> {
     let mut s = scenario::load(&args.scenario)?;
+    if let Some(v) = &args.pulsar_version {
+        s.set_pulsar_version(v).map_err(Error::Usage)?;
+    }
     // Every iteration gets a topic of its own.
     s.workload.unique_topic = true;
     let master = match args.seed.or(s.seed) {

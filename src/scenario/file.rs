@@ -31,6 +31,8 @@ pub struct ClusterFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pulsar_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub brokers: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bookies: Option<u32>,

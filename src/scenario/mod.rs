@@ -32,8 +32,8 @@ pub enum ScenarioError {
     InvalidUnlocated { file: String, message: String },
 }
 
-/// The pinned Pulsar version of the official image (and of the locally built one).
-pub const PULSAR_VERSION: &str = "4.0.7";
+/// The Pulsar version a scenario runs when it names none (see `versions`).
+pub const PULSAR_VERSION: &str = crate::versions::DEFAULT;
 
 /// A validated scenario: every value checked, every default filled in.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,6 +50,23 @@ pub struct Scenario {
     pub resolved: ScenarioFile,
 }
 
+impl Scenario {
+    /// Run another Pulsar version than the file names (`--pulsar-version`): recorded in the
+    /// resolved scenario too, so the run directory's copy reproduces it without flags.
+    pub fn set_pulsar_version(&mut self, version: &str) -> Result<(), String> {
+        crate::versions::validate(version)?;
+        match &mut self.cluster {
+            ClusterSpec::Docker(d) => d.pulsar_version = version.to_string(),
+            ClusterSpec::External { .. } => return Err(
+                "--pulsar-version applies to a cluster the harness starts, not to an external one"
+                    .into(),
+            ),
+        }
+        self.resolved.cluster = resolve_cluster_file(&self.cluster);
+        Ok(())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClusterSpec {
     /// Start a cluster in Docker.
@@ -64,8 +81,11 @@ pub enum ClusterSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub struct DockerCluster {
     pub topology: Topology,
-    /// `None`: the official image of the pinned version, else the locally built one.
+    /// `None`: the official image of `pulsar_version`, else the locally built one.
     pub image: Option<String>,
+    /// The Pulsar version (`cluster.pulsar_version`, `--pulsar-version`; default
+    /// `versions::DEFAULT`). Ignored when `image` names an image.
+    pub pulsar_version: String,
     pub brokers: u32,
     pub bookies: u32,
     pub coordinators: u32,
@@ -547,6 +567,7 @@ fn validate_cluster(c: &ClusterFile) -> Result<ClusterSpec, Invalid> {
         };
         for (field, set) in [
             ("image", c.image.is_some()),
+            ("pulsar_version", c.pulsar_version.is_some()),
             ("brokers", c.brokers.is_some()),
             ("bookies", c.bookies.is_some()),
         ] {
@@ -620,9 +641,17 @@ fn validate_cluster(c: &ClusterFile) -> Result<ClusterSpec, Invalid> {
             );
         }
     }
+    let pulsar_version = c
+        .pulsar_version
+        .clone()
+        .unwrap_or_else(|| crate::versions::DEFAULT.to_string());
+    if let Err(m) = crate::versions::validate(&pulsar_version) {
+        return err(&["cluster", "pulsar_version"], &m);
+    }
     Ok(ClusterSpec::Docker(DockerCluster {
         topology,
         image: c.image.clone(),
+        pulsar_version,
         brokers,
         bookies,
         coordinators,
@@ -1012,6 +1041,7 @@ fn resolve_cluster_file(c: &ClusterSpec) -> ClusterFile {
         ClusterSpec::Docker(d) => ClusterFile {
             topology: Some(d.topology),
             image: d.image.clone(),
+            pulsar_version: Some(d.pulsar_version.clone()),
             brokers: (d.topology == Topology::Cluster).then_some(d.brokers),
             bookies: (d.topology == Topology::Cluster).then_some(d.bookies),
             coordinators: (d.topology == Topology::Cluster).then_some(d.coordinators),

@@ -138,9 +138,13 @@ fn packet_loss_hurts_and_is_gone_after_heal() {
         let (before, _) = probe(&admin, 20).await;
         assert_eq!(before, 0, "probes fail before any fault");
 
-        let tools = pulsar_chaos::cluster::image::tools_image(c.engine(), &c.image)
-            .await
-            .unwrap();
+        let tools = pulsar_chaos::cluster::image::tools_image(
+            c.engine(),
+            &c.image,
+            pulsar_chaos::versions::DEFAULT,
+        )
+        .await
+        .unwrap();
         let nem = pulsar_chaos::nemesis::Nemesis::new(
             c.clone(),
             Admin::new(&c.admin_url),

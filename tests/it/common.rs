@@ -132,13 +132,14 @@ pub struct TestCluster {
 impl TestCluster {
     pub async fn start(topology: Topology, brokers: u32, bookies: u32) -> TestCluster {
         let engine = Engine::connect().await.expect("Docker is reachable");
-        let (img, _) = image::resolve(&engine, None)
+        let (img, _) = image::resolve(&engine, None, pulsar_chaos::versions::DEFAULT)
             .await
             .expect("an image (run `pulsar-chaos image build`)");
         let (bp, hp) = free_ports();
         let spec = DockerCluster {
             topology,
             image: None,
+            pulsar_version: pulsar_chaos::versions::DEFAULT.to_string(),
             brokers,
             bookies,
             coordinators: 1,

@@ -120,9 +120,13 @@ fn assert_no_network_rules(run_id: &str) {
         let c = pulsar_chaos::cluster::Cluster::attach(engine, run_id)
             .await
             .unwrap();
-        let tools = pulsar_chaos::cluster::image::tools_image(c.engine(), &c.image)
-            .await
-            .unwrap();
+        let tools = pulsar_chaos::cluster::image::tools_image(
+            c.engine(),
+            &c.image,
+            pulsar_chaos::versions::DEFAULT,
+        )
+        .await
+        .unwrap();
         for n in c
             .nodes
             .iter()
@@ -218,7 +222,7 @@ fn owner_and_coordinator_targets_resolve_and_cluster_faults_run() {
             let prod = pulsar_chaos::txn::producer::PartitionProducer::new(client.clone(), &format!("{topic}-partition-{p}"), "t", false);
             prod.send(None, b"0".to_vec(), Duration::from_secs(10)).await.unwrap();
         }
-        let tools = pulsar_chaos::cluster::image::tools_image(c.engine(), &c.image).await.unwrap();
+        let tools = pulsar_chaos::cluster::image::tools_image(c.engine(), &c.image, pulsar_chaos::versions::DEFAULT).await.unwrap();
         let nem = pulsar_chaos::nemesis::Nemesis::new(c.clone(), admin.clone(), tools, topic.clone(), 2);
         let fault = |target: PlannedTarget| PlannedFault {
             id: 0,
