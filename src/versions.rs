@@ -17,6 +17,9 @@ pub struct Profile {
     /// Lines added to a conf file of the local image, as (file under conf/, key, value), where
     /// this version needs a setting the others do not.
     pub conf: &'static [(&'static str, &'static str, &'static str)],
+    /// Maven properties the broker closure of this version needs (`-Dkey=value`): docker/pom.xml
+    /// names its defaults.
+    pub maven: &'static [(&'static str, &'static str)],
     /// What a check of Maven Central here found (docker/README.md has the table).
     pub note: &'static str,
 }
@@ -29,18 +32,22 @@ pub const KNOWN: &[Profile] = &[
         version: "3.0.7",
         jre: JRE_17,
         conf: &[],
-        note: "older LTS line: the broker pom is served; the closure is not checked",
+        // The 3.0 line is on SLF4J 1: its BOM manages log4j-slf4j-impl, not the slf4j2 one.
+        maven: &[("log4j.slf4j.binding", "log4j-slf4j-impl")],
+        note: "older LTS line: the closure resolves (279 jars) with the SLF4J 1 binding",
     },
     Profile {
         version: "4.0.7",
         jre: JRE_17,
         conf: &[],
+        maven: &[],
         note: "resolves whole; has apache/pulsar#24945 (transaction buffer refuses sends after one failed write)",
     },
     Profile {
         version: "4.2.4",
         jre: JRE_17,
         conf: &[],
+        maven: &[],
         note: "resolves whole; has the fixes of #24945, #23550 and #26234",
     },
 ];

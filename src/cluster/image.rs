@@ -94,9 +94,17 @@ fn hash_of(parts: &[&str]) -> String {
 pub fn inputs_hash(version: &str) -> String {
     let packages = debian_packages(version);
     let conf = conf_overrides(version);
+    let maven: String = versions::profile(version)
+        .maven
+        .iter()
+        .map(|(k, v)| format!("-D{k}={v}\n"))
+        .collect();
     let mut parts: Vec<&str> = vec![RECIPE, version, DEBIAN_SUITE, &packages, POM];
     if !conf.is_empty() {
         parts.push(&conf);
+    }
+    if !maven.is_empty() {
+        parts.push(&maven);
     }
     for (path, text, _) in FILES {
         parts.push(path);
@@ -313,7 +321,12 @@ pub async fn build(
 
     // 2. The broker's runtime jars.
     let t = Instant::now();
-    let pom_hash = &hash_of(&[POM, version])[..12];
+    let maven_props: String = versions::profile(version)
+        .maven
+        .iter()
+        .map(|(k, v)| format!("{k}={v};"))
+        .collect();
+    let pom_hash = &hash_of(&[POM, version, &maven_props])[..12];
     let lib = cache.join(format!("lib-{version}-{pom_hash}"));
     if !lib.join(format!("pulsar-broker-{version}.jar")).exists() {
         let work = cache.join(format!("maven-{pom_hash}"));
@@ -329,6 +342,12 @@ pub async fn build(
                 .arg("-q")
                 .arg("-B")
                 .arg(format!("-Dpulsar.version={version}"))
+                .args(
+                    versions::profile(version)
+                        .maven
+                        .iter()
+                        .map(|(k, v)| format!("-D{k}={v}")),
+                )
                 .arg("dependency:copy-dependencies")
                 .arg("-DincludeScope=runtime")
                 .arg(format!("-DoutputDirectory={}", tmp.display())),

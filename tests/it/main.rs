@@ -8,3 +8,4 @@ mod cluster;
 mod faults;
 mod produce;
 mod soak;
+mod versions;
