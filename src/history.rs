@@ -147,6 +147,16 @@ pub enum EventBody {
         ok: bool,
         detail: String,
     },
+    /// A `reply_loss` fault's proxy dropped a broker reply to the producer and then closed
+    /// that connection. `request_id` is the request the reply answered (for a SEND_RECEIPT,
+    /// which has none, its sequence id); `txn` the transaction the reply named (for a
+    /// SEND_RECEIPT, the one the matching SEND carried).
+    ReplyDropped {
+        fault: String,
+        command: String,
+        request_id: u64,
+        txn: Option<TxnId>,
+    },
     /// A planned fault did not fire, and why.
     FaultSkipped { fault: String, reason: String },
     /// A fault's injection failed (after its `fault_started`, when it got that far).

@@ -69,6 +69,10 @@ pub struct PlannedFault {
     pub target: PlannedTarget,
     #[serde(flatten)]
     pub kind: FaultKind,
+    /// The seed of the draws a `reply_loss` fault with a probability makes, one per matching
+    /// reply while it is active (from the plan's seed, so a replay draws the same sequence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draw_seed: Option<u64>,
 }
 
 impl PlannedFault {
@@ -80,6 +84,16 @@ impl PlannedFault {
             | FaultKind::ZookeeperRestart { down_for, .. } => *down_for,
             FaultKind::PacketLoss { duration, .. } | FaultKind::Pause { duration } => *duration,
             FaultKind::TopicUnload { .. } => Duration::ZERO,
+            FaultKind::ReplyLoss { duration, .. } => duration.unwrap_or(Duration::ZERO),
+        }
+    }
+
+    /// How long the fault stays before its heal at most; `None`: until the fault says it is
+    /// spent (a `reply_loss` whose count is used up) or the producer finishes.
+    pub fn hold_window(&self) -> Option<Duration> {
+        match &self.kind {
+            FaultKind::ReplyLoss { duration, .. } => *duration,
+            _ => Some(self.hold()),
         }
     }
 }
@@ -181,6 +195,17 @@ pub fn make(scenario: &Scenario, seed: u64) -> Plan {
                 },
                 k => k.clone(),
             };
+            // A stream of its own per firing, so these draws never move another fault's.
+            let draw_seed = match &f.kind {
+                FaultKind::ReplyLoss {
+                    probability: Some(_),
+                    ..
+                } => Some(
+                    Rng::derive(seed, &format!("fault-{}-firing-{}-replies", f.index, n + 1))
+                        .next_u64(),
+                ),
+                _ => None,
+            };
             firings.push(PlannedFault {
                 id: 0,
                 name: format!("{}#{}", f.name, n + 1),
@@ -190,6 +215,7 @@ pub fn make(scenario: &Scenario, seed: u64) -> Plan {
                 guard: f.schedule.guard,
                 target,
                 kind,
+                draw_seed,
             });
         }
     }
@@ -337,6 +363,53 @@ faults:
             assert_eq!(back, p);
             assert_eq!(back.to_json(), p.to_json());
         }
+    }
+
+    #[test]
+    fn reply_loss_is_planned_with_its_draws() {
+        let text = TEXT.replace(
+            "faults:\n",
+            "faults:\n  - kind: reply_loss\n    reply: end_txn\n    probability: 0.5\n    duration: 20s\n    schedule: { every: 30s, stop: 100s }\n  - kind: reply_loss\n    reply: send_receipt\n    count: 2\n    schedule: { at: [1s] }\n",
+        );
+        let s = scenario::parse("r.yaml", &text).unwrap();
+        let p = make(&s, 5);
+        let loss: Vec<&PlannedFault> = p
+            .faults
+            .iter()
+            .filter(|f| matches!(f.kind, FaultKind::ReplyLoss { .. }))
+            .collect();
+        assert_eq!(loss.len(), 3 + 1);
+        let seeds: Vec<Option<u64>> = loss
+            .iter()
+            .filter(|f| f.fault_index == 0)
+            .map(|f| f.draw_seed)
+            .collect();
+        assert!(seeds.iter().all(|s| s.is_some()), "{seeds:?}");
+        assert_ne!(seeds[0], seeds[1]);
+        let counted = loss.iter().find(|f| f.fault_index == 1).unwrap();
+        assert_eq!(counted.draw_seed, None);
+        assert_eq!(counted.hold_window(), None);
+        assert_eq!(counted.target, PlannedTarget::Cluster);
+        assert_eq!(make(&s, 5).to_json(), p.to_json());
+        assert_ne!(make(&s, 6).to_json(), p.to_json());
+        let json = p.to_json();
+        assert!(json.contains("\"kind\": \"reply_loss\""), "{json}");
+        assert!(json.contains("\"reply\": \"end_txn\""), "{json}");
+        assert!(json.contains("\"probability\": 0.5"), "{json}");
+        assert!(json.contains("\"duration\": 20000"), "{json}");
+        assert!(json.contains("\"count\": 2"), "{json}");
+        let back: Plan = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, p);
+        // The other faults are where they were.
+        let others = |p: &Plan| -> Vec<(String, Trigger, PlannedTarget)> {
+            p.faults
+                .iter()
+                .filter(|f| !matches!(f.kind, FaultKind::ReplyLoss { .. }))
+                .map(|f| (f.name.clone(), f.trigger, f.target.clone()))
+                .collect()
+        };
+        let plain = make(&scenario(), 5);
+        assert_eq!(others(&plain).len(), others(&p).len());
     }
 
     #[test]

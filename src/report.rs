@@ -377,7 +377,13 @@ struct FaultSpan {
     heal_ok: Option<bool>,
     heal_action: String,
     heal_detail: String,
+    /// What a `reply_loss` fault dropped (the first MAX_DROPS_SHOWN), and how many in all.
+    drops: Vec<String>,
+    drops_n: u64,
 }
+
+/// Dropped replies listed per fault in the faults table.
+const MAX_DROPS_SHOWN: usize = 20;
 
 /// A fault that was skipped or whose injection failed.
 #[derive(Debug, Clone)]
@@ -503,7 +509,30 @@ impl Scan {
                     heal_ok: None,
                     heal_action: String::new(),
                     heal_detail: String::new(),
+                    drops: Vec::new(),
+                    drops_n: 0,
                 });
+            }
+            EventBody::ReplyDropped {
+                fault,
+                command,
+                request_id,
+                txn,
+            } => {
+                if let Some(i) = self.open_faults.get(&fault) {
+                    let f = &mut self.faults[*i];
+                    f.drops_n += 1;
+                    if f.drops.len() < MAX_DROPS_SHOWN {
+                        f.drops.push(format!(
+                            "{}: dropped {command} (request {request_id}{})",
+                            fmt_t(t),
+                            match txn {
+                                Some(x) => format!(", txn {x}"),
+                                None => String::new(),
+                            }
+                        ));
+                    }
+                }
             }
             EventBody::FaultHealed {
                 fault,
@@ -1610,11 +1639,21 @@ fn faults_section(h: &mut String, scan: &Scan, plan: &Plan, v: &Verdict) {
             if !f.heal_detail.is_empty() {
                 w!(heal_text, "<br>{}", esc(&f.heal_detail));
             }
-            let detail = if f.detail.is_empty() {
+            let mut detail = if f.detail.is_empty() {
                 String::new()
             } else {
                 format!("<br>{}", esc(&f.detail))
             };
+            for d in &f.drops {
+                w!(detail, "<br>{}", esc(d));
+            }
+            if f.drops_n > f.drops.len() as u64 {
+                w!(
+                    detail,
+                    "<br>... and {} more dropped replies",
+                    f.drops_n - f.drops.len() as u64
+                );
+            }
             w!(
                 h,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"wrap\"><code>{}</code>{detail}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"wrap\">{heal}{heal_text}</td></tr>",
@@ -2396,6 +2435,51 @@ faults:
         assert!(html.contains("The history could not be read"), "{html}");
         assert_eq!(bands(&html).len(), 0);
         assert!(html.contains("VIOLATION"));
+    }
+
+    #[test]
+    fn dropped_replies_are_listed_with_their_fault() {
+        let mut s = Scan::default();
+        s.add(
+            100,
+            EventBody::FaultStarted {
+                fault: "reply_loss-0#1".into(),
+                kind: "reply_loss".into(),
+                target: "the producer's connections (reply_loss proxy)".into(),
+                planned_ms: Some(100),
+                action: "arm".into(),
+                detail: String::new(),
+            },
+        );
+        for i in 0..(MAX_DROPS_SHOWN as u64 + 2) {
+            s.add(
+                200 + i,
+                EventBody::ReplyDropped {
+                    fault: "reply_loss-0#1".into(),
+                    command: "END_TXN_RESPONSE".into(),
+                    request_id: 7 + i,
+                    txn: Some(txn(3)),
+                },
+            );
+        }
+        // A drop of a fault the table does not know is left out, not a panic.
+        s.add(
+            300,
+            EventBody::ReplyDropped {
+                fault: "other".into(),
+                command: "SEND_RECEIPT".into(),
+                request_id: 1,
+                txn: None,
+            },
+        );
+        let f = &s.faults[0];
+        assert_eq!(f.drops_n, MAX_DROPS_SHOWN as u64 + 2);
+        assert_eq!(f.drops.len(), MAX_DROPS_SHOWN);
+        assert!(
+            f.drops[0].contains("dropped END_TXN_RESPONSE (request 7, txn "),
+            "{:?}",
+            f.drops
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::history::{self, EventBody, History};
 use crate::journal::Journal;
 use crate::lifecycle::RunGuard;
+use crate::nemesis::reply_loss::ReplyLossProxy;
 use crate::nemesis::Nemesis;
 use crate::plan::{self, Plan, PlannedFault, Trigger};
 use crate::progress::Progress;
@@ -355,6 +356,12 @@ async fn execute(
         wall_ms: now_ms(),
     });
     let journal = Journal::open(&dir.file("journal")).map_err(|e| Error::Pulsar(e.to_string()))?;
+    // The producer's connections go through a proxy when a fault drops its replies.
+    let proxy = plan
+        .faults
+        .iter()
+        .any(|f| matches!(f.kind, crate::scenario::FaultKind::ReplyLoss { .. }))
+        .then(|| ReplyLossProxy::new(history.clone()));
     let cfg = workload::Config {
         topic: info.topic.clone(),
         partitions: w.partitions,
@@ -379,6 +386,9 @@ async fn execute(
             .collect::<BTreeSet<u64>>(),
         duplicate: req.scenario.sabotage.duplicate.clone(),
         name: format!("pc-{}", info.run_id),
+        dial: proxy
+            .as_ref()
+            .map(|p| workload::Dialer(Arc::new(p.clone()) as Arc<dyn crate::txn::Dial>)),
     };
     let producer = Producer::connect(
         cfg,
@@ -409,13 +419,17 @@ async fn execute(
                 ClusterSpec::External { .. } => crate::versions::DEFAULT.to_string(),
             };
             let tools = image::tools_image(c.engine(), &c.image, &version).await?;
-            Some(Arc::new(Nemesis::new(
+            let n = Nemesis::new(
                 c.clone(),
                 admin.clone(),
                 tools,
                 info.topic.clone(),
                 w.partitions,
-            )))
+            );
+            Some(Arc::new(match &proxy {
+                Some(p) => n.with_reply_loss(p.clone()),
+                None => n,
+            }))
         }
         None => None,
     };
@@ -483,6 +497,9 @@ async fn execute(
         }
     }
     producer.close().await;
+    if let Some(p) = &proxy {
+        p.shutdown();
+    }
     let lat_n = stats.commit_latency_n.load(Ordering::Relaxed);
     dir.write_json(
         "producer.json",
@@ -703,8 +720,11 @@ fn drive_faults(
                     });
                     return;
                 }
-                let needs_container =
-                    !matches!(f.kind, crate::scenario::FaultKind::TopicUnload { .. });
+                let needs_container = !matches!(
+                    f.kind,
+                    crate::scenario::FaultKind::TopicUnload { .. }
+                        | crate::scenario::FaultKind::ReplyLoss { .. }
+                );
                 let _held = if needs_container {
                     Some(lock.lock().await)
                 } else {
@@ -780,9 +800,15 @@ fn drive_faults(
                     .lock()
                     .await
                     .push(format!("{} on {}", f.name, applied.target));
-                let hold = f.hold();
+                let window = f.hold_window();
                 let cut_short = tokio::select! {
-                    _ = tokio::time::sleep(hold) => false,
+                    _ = async {
+                        match window {
+                            Some(hold) => tokio::time::sleep(hold).await,
+                            None => std::future::pending::<()>().await,
+                        }
+                    } => false,
+                    _ = nem.spent(&f) => false,
                     _ = stop.wait_for(|s| *s) => true,
                 };
                 let mut result = nem.heal(&f, &applied).await;

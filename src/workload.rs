@@ -52,6 +52,19 @@ pub struct Config {
     pub duplicate: Vec<u64>,
     /// Prefix of producer names.
     pub name: String,
+    /// Where the producer's connections go (a `reply_loss` fault's proxy); `None`: straight
+    /// to the brokers.
+    pub dial: Option<Dialer>,
+}
+
+/// A [`crate::txn::Dial`] in the producer's configuration.
+#[derive(Clone)]
+pub struct Dialer(pub Arc<dyn crate::txn::Dial>);
+
+impl std::fmt::Debug for Dialer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Dialer")
+    }
 }
 
 /// Live counters, read by the runner (progress, fault triggers).
@@ -242,7 +255,11 @@ impl Producer {
         history: History,
         first_attempt: u64,
     ) -> Result<Producer, WorkloadError> {
-        let client = Client::new(service_url, cfg.op_timeout);
+        let client = Client::with_dial(
+            service_url,
+            cfg.op_timeout,
+            cfg.dial.as_ref().map(|d| d.0.clone()),
+        );
         let deadline = Instant::now() + cfg.op_timeout.max(Duration::from_secs(30)) * 2;
         let tcs =
             crate::txn::with_retry(deadline, || Coordinators::discover(client.clone())).await?;

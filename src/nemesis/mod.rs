@@ -4,6 +4,7 @@
 //! touched.
 
 pub mod journal;
+pub mod reply_loss;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -87,6 +88,8 @@ pub struct Nemesis {
     pub topic: String,
     pub partitions: u32,
     next_change: AtomicU64,
+    /// The proxy the producer's connections go through when the plan has `reply_loss` faults.
+    reply_loss: Option<Arc<reply_loss::ReplyLossProxy>>,
 }
 
 /// One fault kind: make it happen, and undo it.
@@ -135,7 +138,40 @@ impl Nemesis {
             topic,
             partitions,
             next_change: AtomicU64::new(1),
+            reply_loss: None,
         }
+    }
+
+    /// Arm and disarm `reply_loss` faults on this proxy.
+    pub fn with_reply_loss(mut self, proxy: Arc<reply_loss::ReplyLossProxy>) -> Nemesis {
+        self.reply_loss = Some(proxy);
+        self
+    }
+
+    /// Resolves when the fault has nothing more to do before its heal (a `reply_loss` count
+    /// used up); never for other faults.
+    pub async fn spent(&self, f: &PlannedFault) {
+        let rx = match (&f.kind, &self.reply_loss) {
+            (FaultKind::ReplyLoss { .. }, Some(p)) => p.spent(&f.name),
+            _ => None,
+        };
+        match rx {
+            Some(mut rx) => {
+                if rx.wait_for(|s| *s).await.is_err() {
+                    std::future::pending::<()>().await
+                }
+            }
+            None => std::future::pending::<()>().await,
+        }
+    }
+
+    fn proxy(&self) -> Result<&Arc<reply_loss::ReplyLossProxy>, NemesisError> {
+        self.reply_loss
+            .as_ref()
+            .ok_or_else(|| NemesisError::Action {
+                action: "arm the reply_loss proxy".into(),
+                reason: "the producer does not go through a proxy in this run".into(),
+            })
     }
 
     fn run_id(&self) -> &str {
@@ -221,6 +257,11 @@ impl Nemesis {
     /// Resolve a planned fault's target now (owners are looked up at this moment).
     pub async fn prepare(&self, f: &PlannedFault) -> Result<Resolved, NemesisError> {
         match (&f.kind, &f.target) {
+            (FaultKind::ReplyLoss { .. }, _) => Ok(Resolved {
+                label: "the producer's connections (reply_loss proxy)".into(),
+                node: None,
+                pid: None,
+            }),
             (FaultKind::TopicUnload { .. }, _) | (_, PlannedTarget::Cluster) => Ok(Resolved {
                 label: "cluster (admin API)".into(),
                 node: None,
@@ -252,6 +293,29 @@ impl Nemesis {
                 scope: scope.clone(),
             }
             .intent_with(self),
+            FaultKind::ReplyLoss {
+                reply,
+                count,
+                probability,
+                duration,
+            } => {
+                let pick = match (count, probability) {
+                    (Some(n), _) => format!("the next {n}"),
+                    (None, Some(p)) => format!(
+                        "each with probability {p} (draws seeded {})",
+                        f.draw_seed.unwrap_or(0)
+                    ),
+                    (None, None) => "none".into(),
+                };
+                let until = match duration {
+                    Some(d) => format!("for {}ms", d.as_millis()),
+                    None => "until spent or the producer finishes".into(),
+                };
+                format!(
+                    "arm the proxy: drop {pick} {} replies to the producer and close each such connection, {until}",
+                    reply.command()
+                )
+            }
         }
     }
 
@@ -280,6 +344,35 @@ impl Nemesis {
                 .inject(self, f, target)
                 .await
             }
+            FaultKind::ReplyLoss {
+                reply,
+                count,
+                probability,
+                ..
+            } => {
+                let pick =
+                    match (count, probability, f.draw_seed) {
+                        (Some(n), _, _) => reply_loss::Pick::Count(*n),
+                        (None, Some(p), Some(seed)) => reply_loss::Pick::Probability {
+                            p: *p,
+                            rng: crate::seed::Rng::new(seed),
+                        },
+                        _ => return Err(NemesisError::Action {
+                            action: "arm the reply_loss proxy".into(),
+                            reason:
+                                "the plan gives neither a count nor a probability with its draws"
+                                    .into(),
+                        }),
+                    };
+                self.proxy()?.arm(&f.name, *reply, pick);
+                Ok(Applied {
+                    target: target.label.clone(),
+                    action: format!("armed the proxy for {} replies", reply.command()),
+                    detail: self.intent(f, target),
+                    node: None,
+                    changes: Vec::new(),
+                })
+            }
         }
     }
 
@@ -301,6 +394,21 @@ impl Nemesis {
                 }
                 .heal(self, applied)
                 .await
+            }
+            FaultKind::ReplyLoss { reply, .. } => {
+                let d = self.proxy()?.disarm(&f.name);
+                Ok(Healed {
+                    action: "disarmed the proxy: every reply is forwarded again".into(),
+                    detail: match d {
+                        Some(d) => format!(
+                            "dropped {} of {} {} replies seen while armed",
+                            d.dropped,
+                            d.matched,
+                            reply.command()
+                        ),
+                        None => "was not armed".into(),
+                    },
+                })
             }
         }
     }

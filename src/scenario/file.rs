@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{Guard, ResendPolicy, RestartMode, Topology};
+use super::{Guard, ReplyKind, ResendPolicy, RestartMode, Topology};
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -160,6 +160,23 @@ pub enum FaultFile {
         target: Option<String>,
         schedule: ScheduleFile,
     },
+    /// The producer's connections go through the harness's proxy, which drops the broker's
+    /// reply to `reply` (`count` of them, or each with `probability`) while the fault is
+    /// active, and closes that connection.
+    ReplyLoss {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        reply: ReplyKind,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        count: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        probability: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration: Option<Dur>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<String>,
+        schedule: ScheduleFile,
+    },
 }
 
 /// The keys every fault kind shares.
@@ -207,6 +224,12 @@ impl FaultFile {
                 target,
                 schedule,
                 ..
+            }
+            | FaultFile::ReplyLoss {
+                name,
+                target,
+                schedule,
+                ..
             } => FaultCommon {
                 name,
                 target,
@@ -223,6 +246,7 @@ impl FaultFile {
             FaultFile::Pause { .. } => "pause",
             FaultFile::BookieRestart { .. } => "bookie_restart",
             FaultFile::ZookeeperRestart { .. } => "zookeeper_restart",
+            FaultFile::ReplyLoss { .. } => "reply_loss",
         }
     }
 }

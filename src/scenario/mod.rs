@@ -252,6 +252,60 @@ pub enum FaultKind {
         #[serde(with = "humantime_serde_ms")]
         down_for: Duration,
     },
+    /// Drop the broker's replies of one kind on the producer's connections (through the
+    /// harness's proxy), then close the connection: `count` of them, or each with
+    /// `probability`, while active. `duration`: how long it stays armed (`None`: until the
+    /// count is used up or the producer finishes).
+    ReplyLoss {
+        reply: ReplyKind,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        count: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        probability: Option<f64>,
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            with = "humantime_serde_ms_opt"
+        )]
+        duration: Option<Duration>,
+    },
+}
+
+/// The broker reply a `reply_loss` fault drops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplyKind {
+    /// END_TXN_RESPONSE: the answer to a commit or abort.
+    EndTxn,
+    /// SEND_RECEIPT: the answer to a SEND.
+    SendReceipt,
+    /// NEW_TXN_RESPONSE: the answer to opening a transaction.
+    NewTxn,
+    /// ADD_PARTITION_TO_TXN_RESPONSE.
+    AddPartitionToTxn,
+}
+
+impl ReplyKind {
+    /// The protocol's name of the reply command.
+    pub fn command(&self) -> &'static str {
+        match self {
+            ReplyKind::EndTxn => "END_TXN_RESPONSE",
+            ReplyKind::SendReceipt => "SEND_RECEIPT",
+            ReplyKind::NewTxn => "NEW_TXN_RESPONSE",
+            ReplyKind::AddPartitionToTxn => "ADD_PARTITION_TO_TXN_RESPONSE",
+        }
+    }
+}
+
+impl fmt::Display for ReplyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ReplyKind::EndTxn => "end_txn",
+            ReplyKind::SendReceipt => "send_receipt",
+            ReplyKind::NewTxn => "new_txn",
+            ReplyKind::AddPartitionToTxn => "add_partition_to_txn",
+        })
+    }
 }
 
 impl FaultKind {
@@ -263,6 +317,7 @@ impl FaultKind {
             FaultKind::Pause { .. } => "pause",
             FaultKind::BookieRestart { .. } => "bookie_restart",
             FaultKind::ZookeeperRestart { .. } => "zookeeper_restart",
+            FaultKind::ReplyLoss { .. } => "reply_loss",
         }
     }
 }
@@ -275,6 +330,22 @@ pub mod humantime_serde_ms {
     }
     pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         <u64 as serde::Deserialize>::deserialize(d).map(Duration::from_millis)
+    }
+}
+
+/// An optional duration as whole milliseconds in machine output.
+pub mod humantime_serde_ms_opt {
+    use std::time::Duration;
+    pub fn serialize<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&(d.as_millis() as u64)),
+            None => s.serialize_none(),
+        }
+    }
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        <Option<u64> as serde::Deserialize>::deserialize(d).map(|o| o.map(Duration::from_millis))
     }
 }
 
@@ -783,6 +854,7 @@ fn validate_fault(
         FaultFile::TopicUnload { .. } => "cluster",
         FaultFile::BookieRestart { .. } => "any-bookie",
         FaultFile::ZookeeperRestart { .. } => "zookeeper",
+        FaultFile::ReplyLoss { .. } => "cluster",
         _ => "any-broker",
     };
     let target_text = common
@@ -799,6 +871,12 @@ fn validate_fault(
         target,
         Target::AnyBroker | Target::Broker(_) | Target::OwnerOfTopic | Target::CoordinatorOwner
     );
+    if topology == Topology::External && matches!(f, FaultFile::ReplyLoss { .. }) {
+        return err(
+            &["kind"],
+            "reply_loss needs a cluster the harness started (topology standalone or cluster)",
+        );
+    }
     if topology == Topology::External && !matches!(f, FaultFile::TopicUnload { .. }) {
         return err(
             &["kind"],
@@ -893,6 +971,47 @@ fn validate_fault(
             FaultKind::ZookeeperRestart {
                 mode: mode.unwrap_or_default(),
                 down_for: down_for.map(|d| d.0).unwrap_or(Duration::ZERO),
+            }
+        }
+        FaultFile::ReplyLoss {
+            reply,
+            count,
+            probability,
+            duration,
+            ..
+        } => {
+            if target != Target::Cluster {
+                return bad_target(
+                    "it acts on the producer's own connections (through the harness's proxy); leave target out",
+                );
+            }
+            match (count, probability) {
+                (Some(_), Some(_)) => {
+                    return err(&["probability"], "give count or probability, not both")
+                }
+                (None, None) => {
+                    return err(
+                        &["reply"],
+                        "needs count (replies to drop) or probability (of dropping each)",
+                    )
+                }
+                (Some(c), None) if !(1..=10_000).contains(c) => {
+                    return err(&["count"], "must be between 1 and 10000")
+                }
+                (None, Some(p)) if !(*p > 0.0 && *p <= 1.0) => {
+                    return err(&["probability"], "must be in (0, 1]")
+                }
+                _ => {}
+            }
+            let duration = match duration {
+                Some(d) => Some(positive(d.0, "duration")?),
+                None => None,
+            };
+            FaultKind::ReplyLoss {
+                reply: *reply,
+                count: *count,
+                probability: *probability,
+                duration,
             }
         }
     };

@@ -248,3 +248,115 @@ fn stall_timeout_defaults_to_five_minutes_and_0s_turns_it_off() {
         "{message}"
     );
 }
+
+#[test]
+fn reply_loss_parses_with_count_or_probability() {
+    let text = with_faults(
+        "  - kind: reply_loss\n    reply: end_txn\n    count: 2\n    schedule: { at: [5s] }\n\
+         \x20 - kind: reply_loss\n    name: receipts\n    reply: send_receipt\n    probability: 0.3\n    duration: 20s\n    schedule: { every: 30s, jitter: 5s }\n",
+        "cluster: { topology: standalone }",
+    );
+    let s = parse("r.yaml", &text).unwrap();
+    assert_eq!(
+        s.faults[0].kind,
+        FaultKind::ReplyLoss {
+            reply: ReplyKind::EndTxn,
+            count: Some(2),
+            probability: None,
+            duration: None,
+        }
+    );
+    assert_eq!(s.faults[0].name, "reply_loss-0");
+    assert_eq!(s.faults[0].target, Target::Cluster);
+    assert_eq!(
+        s.faults[1].kind,
+        FaultKind::ReplyLoss {
+            reply: ReplyKind::SendReceipt,
+            count: None,
+            probability: Some(0.3),
+            duration: Some(Duration::from_secs(20)),
+        }
+    );
+    // The resolved scenario keeps the fault as written.
+    let again = parse("resolved.yaml", &s.resolved_yaml()).unwrap();
+    assert_eq!(again.faults, s.faults);
+    for (reply, command) in [
+        ("new_txn", "NEW_TXN_RESPONSE"),
+        ("add_partition_to_txn", "ADD_PARTITION_TO_TXN_RESPONSE"),
+    ] {
+        let s = parse(
+            "r.yaml",
+            &with_faults(
+                &format!("  - kind: reply_loss\n    reply: {reply}\n    count: 1\n    schedule: {{ at: [1s] }}\n"),
+                "cluster: { topology: standalone }",
+            ),
+        )
+        .unwrap();
+        match &s.faults[0].kind {
+            FaultKind::ReplyLoss { reply, .. } => assert_eq!(reply.command(), command),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn bad_reply_loss_entries_name_their_place() {
+    let standalone = "cluster: { topology: standalone }";
+    let fault = |body: &str| with_faults(&format!("  - kind: reply_loss\n{body}"), standalone);
+    // Line 13 is `- kind: reply_loss`, 14 the key after it.
+    for (body, line, needle) in [
+        (
+            "    reply: end_txn\n    count: 2\n    probability: 0.5\n    schedule: { at: [1s] }\n",
+            16,
+            "count or probability, not both",
+        ),
+        (
+            "    reply: end_txn\n    schedule: { at: [1s] }\n",
+            14,
+            "needs count",
+        ),
+        (
+            "    reply: end_txn\n    count: 0\n    schedule: { at: [1s] }\n",
+            15,
+            "between 1 and 10000",
+        ),
+        (
+            "    reply: end_txn\n    probability: 1.5\n    schedule: { at: [1s] }\n",
+            15,
+            "in (0, 1]",
+        ),
+        (
+            "    reply: end_txn\n    count: 1\n    target: broker-1\n    schedule: { at: [1s] }\n",
+            16,
+            "leave target out",
+        ),
+        (
+            "    reply: end_txn\n    count: 1\n    duration: 0s\n    schedule: { at: [1s] }\n",
+            16,
+            "longer than 0s",
+        ),
+        (
+            "    reply: commit\n    count: 1\n    schedule: { at: [1s] }\n",
+            13,
+            "unknown variant `commit`",
+        ),
+        (
+            "    reply: end_txn\n    count: 1\n    percent: 5\n    schedule: { at: [1s] }\n",
+            13,
+            "unknown field `percent`",
+        ),
+    ] {
+        let (l, _, msg) = error_of(&fault(body));
+        assert!(msg.contains(needle), "{body}: {msg}");
+        assert_eq!(l, line, "{body}: {msg}");
+    }
+    let external = with_faults(
+        "  - kind: reply_loss\n    reply: end_txn\n    count: 1\n    schedule: { at: [1s] }\n",
+        "cluster: { service_url: pulsar://h:6650, admin_url: http://h:8080 }",
+    );
+    let (_, _, msg) = error_of(&external);
+    assert!(
+        msg.contains("reply_loss needs a cluster the harness started"),
+        "{msg}"
+    );
+}

@@ -81,19 +81,40 @@ pub fn host_port(url: &str) -> String {
         .to_string()
 }
 
+/// Where a connection to a broker address really goes: e.g. a fault's proxy in front of it.
+pub trait Dial: Send + Sync {
+    /// The "host:port" to connect to for the broker at `addr` ("host:port").
+    fn route<'a>(
+        &'a self,
+        addr: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, TxnError>> + Send + 'a>>;
+}
+
 /// Connections by broker address, and lookups.
 pub struct Client {
     service: String,
     conns: Mutex<HashMap<String, Connection>>,
     pub op_timeout: Duration,
+    dial: Option<Arc<dyn Dial>>,
 }
 
 impl Client {
     pub fn new(service_url: &str, op_timeout: Duration) -> Arc<Client> {
+        Client::with_dial(service_url, op_timeout, None)
+    }
+
+    /// A client whose every connection (the service URL's and every looked-up broker's) is
+    /// opened where `dial` routes it.
+    pub fn with_dial(
+        service_url: &str,
+        op_timeout: Duration,
+        dial: Option<Arc<dyn Dial>>,
+    ) -> Arc<Client> {
         Arc::new(Client {
             service: host_port(service_url),
             conns: Mutex::new(HashMap::new()),
             op_timeout,
+            dial,
         })
     }
 
@@ -105,7 +126,11 @@ impl Client {
                 return Ok(c.clone());
             }
         }
-        let c = Connection::connect(addr, self.op_timeout.min(Duration::from_secs(10))).await?;
+        let to = match &self.dial {
+            Some(d) => d.route(addr).await?,
+            None => addr.to_string(),
+        };
+        let c = Connection::connect(&to, self.op_timeout.min(Duration::from_secs(10))).await?;
         conns.insert(addr.to_string(), c.clone());
         Ok(c)
     }

@@ -164,6 +164,7 @@ fn packet_loss_hurts_and_is_gone_after_heal() {
                 percent: 80,
                 duration: Duration::from_secs(10),
             },
+            draw_seed: None,
         };
         let target = nem.prepare(&f).await.expect("the target resolves");
         let applied = nem.inject(&f, &target).await.expect("packet loss applies");

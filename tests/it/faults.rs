@@ -233,6 +233,7 @@ fn owner_and_coordinator_targets_resolve_and_cluster_faults_run() {
             guard: None,
             target,
             kind: FaultKind::BrokerRestart { mode: RestartMode::Kill, down_for: Duration::ZERO },
+            draw_seed: None,
         };
         for p in 0..2u32 {
             let owner = admin.lookup(&format!("{topic}-partition-{p}")).await.unwrap();

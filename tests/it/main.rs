@@ -7,5 +7,6 @@ mod cli;
 mod cluster;
 mod faults;
 mod produce;
+mod replyloss;
 mod soak;
 mod versions;
