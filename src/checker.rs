@@ -758,6 +758,9 @@ pub struct AttemptRecord {
     /// Why the resend was withheld.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub withheld_reason: Option<String>,
+    /// Replies to this transaction the harness's `reply_loss` fault dropped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replies_dropped: Vec<String>,
     /// Faults active while the attempt was open or committing.
     pub faults: Vec<String>,
 }
@@ -1005,6 +1008,7 @@ where
 {
     let mut v = HistoryView::default();
     let mut open_faults: HashMap<String, usize> = HashMap::new();
+    let mut dropped: HashMap<TxnId, Vec<String>> = HashMap::new();
     for ev in events {
         let ev = match ev {
             Ok(ev) => ev,
@@ -1043,6 +1047,7 @@ where
                             resend_reason: None,
                             withheld: false,
                             withheld_reason: None,
+                            replies_dropped: Vec::new(),
                             faults: Vec::new(),
                         },
                     );
@@ -1175,6 +1180,17 @@ where
                     likely_cause: None,
                 });
             }
+            EventBody::ReplyDropped {
+                fault,
+                command,
+                txn: Some(txn),
+                ..
+            } => {
+                let d = dropped.entry(txn).or_default();
+                if d.len() < 8 {
+                    d.push(format!("{command} dropped by {fault} at t={}", secs(t)));
+                }
+            }
             EventBody::ProducerFinished { complete, .. } => {
                 v.saw_producer = true;
                 v.producer.finished = true;
@@ -1186,6 +1202,9 @@ where
     // Faults active while each attempt was open or committing: up to the first outcome the
     // producer learned (a later resolution is not part of the attempt's own window).
     for a in v.attempts.values_mut() {
+        if let Some(d) = dropped.get(&a.txn) {
+            a.replies_dropped = d.clone();
+        }
         let end = a.outcome_ms.or(a.ended_ms).unwrap_or(u64::MAX);
         for f in &v.faults {
             let f_end = f.healed_ms.unwrap_or(u64::MAX);
@@ -1223,6 +1242,9 @@ fn evidence_line(a: &AttemptRecord) -> String {
     }
     if !a.detail.is_empty() {
         line.push_str(&format!(" ({})", a.detail));
+    }
+    for d in &a.replies_dropped {
+        line.push_str(&format!("; the harness's reply loss: {d}"));
     }
     if let Some(r) = &a.resend_reason {
         line.push_str(&format!("; resent: {r}"));
@@ -3083,6 +3105,30 @@ mod tests {
         assert_eq!(
             grade(&twice(), h, &Context::default()).duplicates[0].cause,
             Cause::Ambiguity
+        );
+    }
+
+    #[test]
+    fn a_reply_the_harness_dropped_is_quoted_as_evidence() {
+        let mut h = history_19629();
+        h.insert(
+            2,
+            ev(
+                9,
+                EventBody::ReplyDropped {
+                    fault: "lose-commit-reply#1".into(),
+                    command: "END_TXN_RESPONSE".into(),
+                    request_id: 7,
+                    txn: Some(T1),
+                },
+            ),
+        );
+        let v = grade(&twice(), h, &Context::default());
+        assert_eq!(v.duplicates[0].cause, Cause::Ambiguity);
+        assert!(
+            v.duplicates[0].evidence[0].contains("END_TXN_RESPONSE dropped by lose-commit-reply#1"),
+            "{:?}",
+            v.duplicates[0].evidence
         );
     }
 }

@@ -143,6 +143,18 @@ fn naive_resends_after_a_dropped_commit_reply_and_duplicates_exactly_those_numbe
     assert_eq!(code, Some(1), "{t}");
     let v = verdict(&run_dir);
     assert_eq!(v["status"], "violation", "{v}");
+    // Every duplicate is attributed to the ambiguity, with the dropped reply as evidence.
+    for d in v["duplicates"].as_array().unwrap() {
+        assert_eq!(d["cause"], "ambiguity", "{d}");
+        assert!(
+            d["evidence"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e.as_str().unwrap().contains("END_TXN_RESPONSE dropped by")),
+            "{d}"
+        );
+    }
     let h = history(&run_dir);
     assert_fault_cycle(&h);
     let drops = dropped(&h, "END_TXN_RESPONSE");
