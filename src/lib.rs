@@ -15,6 +15,7 @@ pub mod nemesis;
 pub mod plan;
 pub mod progress;
 pub mod readback;
+pub mod readlog;
 pub mod ready;
 pub mod report;
 pub mod rundir;
