@@ -7,4 +7,5 @@ mod cli;
 mod cluster;
 mod faults;
 mod produce;
+mod recheck;
 mod soak;
