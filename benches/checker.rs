@@ -306,7 +306,7 @@ fn child(case: Case, n: u64, gen_only: bool) -> ExitCode {
         }
         messages = tally.received();
         let tf = Instant::now();
-        let findings = tally.finish();
+        let findings = tally.finish().expect("the counts add up");
         finish_s = tf.elapsed().as_secs_f64();
         if let Err(e) = verify(case, n, &findings) {
             eprintln!(

@@ -103,6 +103,23 @@ pub struct Tally {
     received: u64,
     unexpected: Vec<Unexpected>,
     unexpected_total: u64,
+    /// How many anomalies of each kind `finish` lists one by one (all are counted).
+    cap: usize,
+}
+
+/// The checker caught itself: its counts do not add up. No verdict can be trusted then.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckerError {
+    #[error(
+        "the checker's counts do not add up: {received} message(s) read, but {distinct} distinct number(s) + {duplicate_copies} extra cop(ies) + {unexpected} unexpected message(s) = {sum}; no verdict is given (a bug in pulsar-chaos's checker, not a finding about Pulsar)"
+    )]
+    Conservation {
+        received: u64,
+        distinct: u64,
+        duplicate_copies: u64,
+        unexpected: u64,
+        sum: u128,
+    },
 }
 
 /// A message whose payload is not a number of [0, N).
@@ -315,6 +332,16 @@ impl Tally {
             received: 0,
             unexpected: Vec::new(),
             unexpected_total: 0,
+            cap: LIST_CAP,
+        }
+    }
+
+    /// A tally whose findings list every anomaly (no `LIST_CAP`): what the run directory's
+    /// stored read-back keeps. `Findings::capped` gives what `new` would have given.
+    pub fn uncapped(expected: u64) -> Tally {
+        Tally {
+            cap: usize::MAX,
+            ..Tally::new(expected)
         }
     }
 
@@ -331,13 +358,22 @@ impl Tally {
     fn observe_unexpected(&mut self, payload: &[u8], id: MsgId, value: Option<u64>) {
         self.received += 1;
         self.unexpected_total += 1;
-        if self.unexpected.len() < LIST_CAP {
+        if self.unexpected.len() < self.cap {
             let n = payload.len().min(32);
             self.unexpected.push(Unexpected {
                 value,
                 payload_prefix: String::from_utf8_lossy(&payload[..n]).into_owned(),
                 message_id: id,
             });
+        }
+    }
+
+    /// Count one unexpected message as a stored read-back recorded it.
+    pub fn observe_unexpected_record(&mut self, u: Unexpected) {
+        self.received += 1;
+        self.unexpected_total += 1;
+        if self.unexpected.len() < self.cap {
+            self.unexpected.push(u);
         }
     }
 
@@ -547,8 +583,9 @@ impl Tally {
         self.received
     }
 
-    /// The anomalies found. Consumes the tally.
-    pub fn finish(mut self) -> Findings {
+    /// The anomalies found. Consumes the tally. Fails when the counts do not add up
+    /// (`received == distinct + duplicate copies + unexpected`), in release builds too.
+    pub fn finish(mut self) -> Result<Findings, CheckerError> {
         if self.run_start <= self.run_end {
             self.flush_run(self.run_start, self.run_end);
         }
@@ -570,9 +607,10 @@ impl Tally {
         let mut distinct = 0;
         // The first number not yet known to be seen or missing.
         let mut cursor = 0u64;
+        let cap = self.cap;
         let mut gap = |a: u64, b: u64, missing_total: &mut u64| {
             *missing_total += b - a + 1;
-            if missing.len() < LIST_CAP {
+            if missing.len() < cap {
                 missing.push(Span {
                     start: a,
                     end: b + 1,
@@ -617,7 +655,7 @@ impl Tally {
             let n = r.end() - r.start() + 1;
             duplicate_values += n;
             duplicate_copies += n * u64::from(*c);
-            if duplicates.len() < LIST_CAP {
+            if duplicates.len() < self.cap {
                 duplicates.push(DupSpan {
                     start: *r.start(),
                     end: r.end() + 1,
@@ -625,7 +663,7 @@ impl Tally {
                 });
             }
         }
-        Findings {
+        let findings = Findings {
             expected: self.expected,
             received: self.received,
             distinct,
@@ -636,7 +674,9 @@ impl Tally {
             duplicate_copies,
             unexpected: self.unexpected,
             unexpected_total: self.unexpected_total,
-        }
+        };
+        findings.conserved()?;
+        Ok(findings)
     }
 }
 
@@ -694,6 +734,33 @@ pub struct Findings {
 }
 
 impl Findings {
+    /// Every message read is a distinct number, an extra copy or unexpected: checked wherever
+    /// findings are made, in release builds too.
+    pub fn conserved(&self) -> Result<(), CheckerError> {
+        let sum = u128::from(self.distinct)
+            + u128::from(self.duplicate_copies)
+            + u128::from(self.unexpected_total);
+        if u128::from(self.received) == sum {
+            return Ok(());
+        }
+        Err(CheckerError::Conservation {
+            received: self.received,
+            distinct: self.distinct,
+            duplicate_copies: self.duplicate_copies,
+            unexpected: self.unexpected_total,
+            sum,
+        })
+    }
+
+    /// The findings as a `Tally::new` lists them: at most `LIST_CAP` of each kind, the first
+    /// ones in order (the totals stay).
+    pub fn capped(mut self) -> Findings {
+        self.missing.truncate(LIST_CAP);
+        self.duplicates.truncate(LIST_CAP);
+        self.unexpected.truncate(LIST_CAP);
+        self
+    }
+
     pub fn is_clean(&self) -> bool {
         self.missing_total == 0 && self.duplicate_values == 0 && self.unexpected_total == 0
     }
@@ -921,13 +988,17 @@ pub struct DuplicateEntry {
     pub message_ids: BTreeMap<u64, Vec<MsgId>>,
 }
 
-/// What else the verdict needs to know besides the findings.
-#[derive(Debug, Clone, Default)]
+/// What else the verdict needs to know besides the findings. Stored as it is in the run
+/// directory's read-back file (see `readlog`), so a field added here is stored too; a field a
+/// file lacks loads as its default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Context {
     pub seed: Option<u64>,
     /// The read-back did not reach the end of every partition.
     pub readback_incomplete: Option<String>,
-    /// Message ids of duplicated values (second read).
+    /// Message ids of duplicated values (second read). Stored in value order.
+    #[serde(serialize_with = "sorted_by_value")]
     pub duplicate_ids: HashMap<u64, Vec<MsgId>>,
     /// Broker log lines about the topic during a stall (gathered by the runner).
     pub stall_log: Vec<crate::stall::LogEvidence>,
@@ -936,6 +1007,13 @@ pub struct Context {
     /// Numbers the scenario's sabotage never sent, and sent twice.
     pub sabotage_skip: BTreeSet<u64>,
     pub sabotage_duplicate: BTreeSet<u64>,
+}
+
+fn sorted_by_value<S: serde::Serializer>(
+    m: &HashMap<u64, Vec<MsgId>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    m.iter().collect::<BTreeMap<_, _>>().serialize(s)
 }
 
 /// What the history says, gathered in one pass. Only attempts that carried an anomalous
@@ -1704,7 +1782,7 @@ mod tests {
         for (i, v) in values.iter().enumerate() {
             t.observe(v.to_string().as_bytes(), id(i as u64));
         }
-        t.finish()
+        t.finish().unwrap()
     }
 
     #[test]
@@ -1802,7 +1880,7 @@ mod tests {
         t.observe(b"3", id(0));
         t.observe(b"10", id(1));
         t.observe(b"hello", id(2));
-        let f = t.finish();
+        let f = t.finish().unwrap();
         assert_eq!(f.unexpected_total, 2);
         assert_eq!(f.unexpected[0].value, Some(10));
         assert_eq!(f.unexpected[1].value, None);
@@ -1886,7 +1964,7 @@ mod tests {
         for v in values {
             t.observe_value(*v);
         }
-        t.finish()
+        t.finish().unwrap()
     }
 
     fn shuffle(v: &mut [u64], r: &mut crate::seed::Rng) {
@@ -2008,7 +2086,7 @@ mod tests {
             t.cold.len() + t.hot.len() <= 6,
             "one bitmap per chunk at most"
         );
-        let f = t.finish();
+        let f = t.finish().unwrap();
         assert!(f.is_clean(), "{f:?}");
         assert_eq!(f.distinct, n);
     }
@@ -2035,7 +2113,7 @@ mod tests {
         }
         // All chunks complete but the one holding the last number, still in the run.
         assert!(t.cold.len() + t.hot.len() <= 1);
-        let f = t.finish();
+        let f = t.finish().unwrap();
         assert!(f.is_clean(), "{f:?}");
     }
 
@@ -2055,7 +2133,7 @@ mod tests {
         }
         assert!(most <= 2, "{most} bitmaps at once");
         assert!(t.seen.iter().count() <= 2, "{:?}", t.seen);
-        let f = t.finish();
+        let f = t.finish().unwrap();
         assert!(f.is_clean(), "{f:?}");
     }
 
@@ -2113,7 +2191,7 @@ mod tests {
             }
         }
         assert!(t.cold.is_empty(), "{:?}", t.cold);
-        let f = t.finish();
+        let f = t.finish().unwrap();
         assert_eq!(f.distinct, 4 + 3 * 3);
         assert_eq!(f.missing[0], Span { start: 0, end: 5 });
     }
@@ -2127,7 +2205,7 @@ mod tests {
         for v in &values {
             t.observe_value(*v);
         }
-        let f = t.finish();
+        let f = t.finish().unwrap();
         // n-1, n-4, ..., n-3*CHUNK+2, and n-2; n-1 three times.
         assert_eq!(f.distinct, CHUNK + 1);
         assert_eq!(
@@ -2146,6 +2224,235 @@ mod tests {
             }
         );
         assert_eq!(f.missing_total, n - CHUNK - 1);
+    }
+
+    /// One message of a generated read-back: its payload and the message id it was read at.
+    fn payload_of(v: u64, r: &mut crate::seed::Rng) -> Vec<u8> {
+        let mut p = v.to_string().into_bytes();
+        if r.below(4) == 0 {
+            // Padding after the number, as the producer's `message_size` adds.
+            p.extend_from_slice(b" pad");
+        }
+        p
+    }
+
+    /// The findings by a plain count in a `HashMap<u64, u32>`, every anomaly listed.
+    fn oracle(expected: u64, messages: &[(Vec<u8>, MsgId)]) -> Findings {
+        let mut counts: HashMap<u64, u32> = HashMap::new();
+        let mut unexpected = Vec::new();
+        for (payload, id) in messages {
+            // The plain reading of a payload: its leading digits, 1 to 19 of them, no
+            // leading zero; anything else, or a number >= N, is unexpected.
+            let digits: Vec<u8> = payload
+                .iter()
+                .copied()
+                .take_while(u8::is_ascii_digit)
+                .collect();
+            let value = if digits.is_empty()
+                || digits.len() > 19
+                || (digits.len() > 1 && digits[0] == b'0')
+            {
+                None
+            } else {
+                std::str::from_utf8(&digits).unwrap().parse::<u64>().ok()
+            };
+            match value {
+                Some(v) if v < expected => *counts.entry(v).or_default() += 1,
+                _ => unexpected.push(Unexpected {
+                    value,
+                    payload_prefix: String::from_utf8_lossy(&payload[..payload.len().min(32)])
+                        .into_owned(),
+                    message_id: *id,
+                }),
+            }
+        }
+        let mut missing: Vec<Span> = Vec::new();
+        for v in 0..expected {
+            if counts.contains_key(&v) {
+                continue;
+            }
+            match missing.last_mut() {
+                Some(m) if m.end == v => m.end += 1,
+                _ => missing.push(Span {
+                    start: v,
+                    end: v + 1,
+                }),
+            }
+        }
+        let mut dups: Vec<(u64, u32)> = counts
+            .iter()
+            .filter(|(_, c)| **c > 1)
+            .map(|(v, c)| (*v, *c))
+            .collect();
+        dups.sort_unstable();
+        let mut duplicates: Vec<DupSpan> = Vec::new();
+        for (v, c) in &dups {
+            match duplicates.last_mut() {
+                Some(d) if d.end == *v && d.copies == *c => d.end += 1,
+                _ => duplicates.push(DupSpan {
+                    start: *v,
+                    end: v + 1,
+                    copies: *c,
+                }),
+            }
+        }
+        Findings {
+            expected,
+            received: messages.len() as u64,
+            distinct: counts.len() as u64,
+            missing_total: missing.iter().map(Span::len).sum(),
+            missing,
+            duplicates,
+            duplicate_values: dups.len() as u64,
+            duplicate_copies: dups.iter().map(|(_, c)| u64::from(c - 1)).sum(),
+            unexpected_total: unexpected.len() as u64,
+            unexpected,
+        }
+    }
+
+    /// A random read-back of [0, n): some numbers left out, some sent again (single numbers
+    /// and stretches), numbers >= n and payloads that are no number at all, in one of four
+    /// orders (in order, shuffled, shuffled in windows, partition by partition).
+    fn generated(n: u64, r: &mut crate::seed::Rng) -> Vec<(Vec<u8>, MsgId)> {
+        let drop_per_mille = [0, 1, 50, 500, 1000][r.below(5) as usize];
+        let mut values: Vec<u64> = (0..n).filter(|_| r.below(1000) >= drop_per_mille).collect();
+        if n > 0 {
+            for _ in 0..r.below(20) {
+                let v = r.between(0, n - 1);
+                for _ in 0..r.between(1, 4) {
+                    values.push(v);
+                }
+            }
+            for _ in 0..r.below(3) {
+                let a = r.between(0, n - 1);
+                let len = r.between(0, 3000);
+                let b = r.between(a, (a + len).min(n - 1));
+                values.extend(a..=b);
+            }
+        }
+        match r.below(4) {
+            0 => values.sort_unstable(),
+            1 => shuffle(&mut values, r),
+            2 => {
+                values.sort_unstable();
+                let w = r.between(2, 5000) as usize;
+                for c in values.chunks_mut(w) {
+                    shuffle(c, r);
+                }
+            }
+            _ => {
+                let p = r.between(2, 8);
+                values.sort_by_key(|v| (v % p, *v));
+            }
+        }
+        let mut out: Vec<(Vec<u8>, MsgId)> = Vec::with_capacity(values.len() + 40);
+        for v in values {
+            let p = payload_of(v, r);
+            out.push((p, id(out.len() as u64)));
+        }
+        // Out of range and junk, anywhere.
+        let junk: [&[u8]; 6] = [
+            b"",
+            b"x1",
+            b"007",
+            b"99999999999999999999",
+            b"-3",
+            b"\xff\xfe7",
+        ];
+        for _ in 0..r.below(30) {
+            let payload = if r.below(2) == 0 {
+                (n + r.below(1000)).to_string().into_bytes()
+            } else {
+                junk[r.below(junk.len() as u64) as usize].to_vec()
+            };
+            let at = r.below(out.len() as u64 + 1) as usize;
+            out.insert(at, (payload, id(1_000_000 + at as u64)));
+        }
+        out
+    }
+
+    #[test]
+    fn the_tally_agrees_with_a_hashmap_on_random_shuffled_duplicated_and_stray_input() {
+        let mut cases = 0;
+        for seed in 0..1500u64 {
+            let mut r = crate::seed::Rng::new(0x7a11_0000 + seed);
+            // Mostly small ranges; every 100th case over several bitmap chunks.
+            let n = if seed % 100 == 99 {
+                r.between(CHUNK, 4 * CHUNK)
+            } else {
+                r.between(0, 3000)
+            };
+            let messages = generated(n, &mut r);
+            let want = oracle(n, &messages);
+            let mut all = Tally::uncapped(n);
+            let mut capped = Tally::new(n);
+            for (payload, id) in &messages {
+                all.observe(payload, *id);
+                capped.observe(payload, *id);
+            }
+            assert_eq!(all.received(), messages.len() as u64, "seed {seed}");
+            let got = all.finish().unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            assert_eq!(got, want, "seed {seed}, n {n}");
+            let got_capped = capped
+                .finish()
+                .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            assert_eq!(got_capped, want.clone().capped(), "seed {seed}, n {n}");
+            cases += 1;
+        }
+        assert_eq!(cases, 1500);
+    }
+
+    #[test]
+    fn broken_conservation_is_an_error_not_a_verdict() {
+        let mut t = Tally::new(10);
+        for v in [0, 1, 2, 2, 3] {
+            t.observe_value(v);
+        }
+        t.observe(b"junk", id(9));
+        // As if a message had been counted without landing anywhere.
+        t.received += 1;
+        let err = t.finish().unwrap_err();
+        assert_eq!(
+            err,
+            CheckerError::Conservation {
+                received: 7,
+                distinct: 4,
+                duplicate_copies: 1,
+                unexpected: 1,
+                sum: 6
+            }
+        );
+        assert!(err.to_string().contains("no verdict is given"), "{err}");
+        // And findings made elsewhere are held to it as well.
+        let mut f = tally_of(10, &[0, 1, 2]);
+        assert!(f.conserved().is_ok());
+        f.distinct += 1;
+        assert!(f.conserved().is_err());
+    }
+
+    #[test]
+    fn capped_findings_are_what_a_capped_tally_gives() {
+        // 1500 gaps, 1200 duplicated numbers, 1100 strays: over LIST_CAP each.
+        let n = 10_000;
+        let mut values: Vec<u64> = (0..n).filter(|v| v % 6 != 1 || *v >= 9000).collect();
+        values.extend((0..1200).map(|i| i * 8));
+        let mut all = Tally::uncapped(n);
+        let mut capped = Tally::new(n);
+        for t in [&mut all, &mut capped] {
+            for v in &values {
+                t.observe_value(*v);
+            }
+            for i in 0..1100u64 {
+                t.observe((n + i).to_string().as_bytes(), id(i));
+            }
+        }
+        let all = all.finish().unwrap();
+        assert_eq!(all.missing.len(), 1500);
+        assert_eq!(all.duplicates.len(), 1200);
+        assert_eq!(all.unexpected.len(), 1100);
+        let capped = capped.finish().unwrap();
+        assert_eq!(capped.missing.len(), LIST_CAP);
+        assert_eq!(all.capped(), capped);
     }
 
     #[test]

@@ -60,6 +60,16 @@ pub enum Command {
     Soak(SoakArgs),
     /// Write report.html of a run directory again from its history.
     Report { run_dir: PathBuf },
+    /// Derive a run's verdict again, offline, from its stored read-back (readback.json) and
+    /// history, and compare it with verdict.json. Exits with the verdict's code when they
+    /// agree, 5 when they differ (the differences are printed).
+    Recheck {
+        /// A run directory written by `run`.
+        run_dir: PathBuf,
+        /// Print {reproduced, differences, verdict} as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Start, inspect or stop a Pulsar cluster in Docker.
     #[command(subcommand)]
     Cluster(ClusterCommand),

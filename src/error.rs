@@ -2,6 +2,7 @@
 //! own typed errors; this only gathers them.
 
 use crate::admin::AdminError;
+use crate::checker::CheckerError;
 use crate::cluster::ClusterError;
 use crate::exit;
 use crate::history::HistoryError;
@@ -21,6 +22,8 @@ pub enum Error {
     Pulsar(String),
     #[error("{0}")]
     History(#[from] HistoryError),
+    #[error("{0}")]
+    Checker(#[from] CheckerError),
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -37,6 +40,7 @@ impl Error {
         match self {
             Error::Scenario(_) | Error::Usage(_) => exit::BAD_INPUT,
             Error::Interrupted => exit::INTERRUPTED,
+            Error::Checker(_) => exit::CHECKER_FAULT,
             _ => exit::INFRASTRUCTURE,
         }
     }
@@ -44,6 +48,15 @@ impl Error {
     pub fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
         let context = context.into();
         move |source| Error::Io { context, source }
+    }
+}
+
+impl From<crate::readback::ReadbackError> for Error {
+    fn from(e: crate::readback::ReadbackError) -> Error {
+        match e {
+            crate::readback::ReadbackError::Checker(c) => Error::Checker(c),
+            other => Error::Pulsar(other.to_string()),
+        }
     }
 }
 

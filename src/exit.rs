@@ -11,5 +11,11 @@ pub const BAD_INPUT: i32 = 2;
 pub const INFRASTRUCTURE: i32 = 3;
 /// The run could not decide: e.g. the read-back stopped short or the producer never finished.
 pub const INCONCLUSIVE: i32 = 4;
+/// `recheck`: the run directory's stored read-back and history do not reproduce its
+/// verdict.json (the differences are printed).
+pub const RECHECK_DIFFERS: i32 = 5;
+/// The checker caught itself: its counts do not add up (received != distinct + extra copies +
+/// unexpected). No verdict is given; this is a bug in pulsar-chaos, not a finding about Pulsar.
+pub const CHECKER_FAULT: i32 = 6;
 /// Interrupted by Ctrl-C / SIGTERM (after cleanup). 128 + SIGINT, as shells report it.
 pub const INTERRUPTED: i32 = 130;

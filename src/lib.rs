@@ -16,6 +16,7 @@ pub mod plan;
 pub mod policy;
 pub mod progress;
 pub mod readback;
+pub mod readlog;
 pub mod ready;
 pub mod report;
 pub mod rundir;

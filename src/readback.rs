@@ -1,24 +1,43 @@
 //! The read-back: every message of every partition of a topic, from the earliest position,
 //! fed into the checker's [`Tally`]. A second, targeted read collects the message ids of
-//! duplicated numbers.
+//! duplicated numbers. What the checker saw is also recorded (`readlog`) for the run directory.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
+use rangemap::RangeInclusiveSet;
+
 use crate::admin::Admin;
-use crate::checker::{parse_number, Findings, MsgId, Tally};
+use crate::checker::{parse_number, CheckerError, Findings, MsgId, Tally};
+use crate::readlog::ReadLog;
 use crate::txn::reader::{read_partition, ReadOptions};
 use crate::txn::{Client, TxnError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadbackError {
+    #[error("the read-back failed: {0}")]
+    Pulsar(#[from] TxnError),
+    #[error("{0}")]
+    Checker(#[from] CheckerError),
+}
 
 /// How a read-back went.
 #[derive(Debug, Clone)]
 pub struct Readback {
+    /// What the checker is given: anomalies listed up to `LIST_CAP` (all counted).
     pub findings: Findings,
+    /// The same with every anomaly listed.
+    pub all_findings: Findings,
+    /// The numbers read, per partition, as runs in read order.
+    pub log: ReadLog,
+    /// Message ids of every copy of every duplicated number.
+    pub all_duplicate_ids: BTreeMap<u64, Vec<MsgId>>,
     /// Why it stopped short of a partition's end (None: every partition read to its end).
     pub incomplete: Option<String>,
     pub partitions: u32,
     pub elapsed: Duration,
-    /// Message ids of every copy of the first duplicated numbers.
+    /// Message ids of every copy of the first duplicated numbers (`LOCATE_DUPLICATES`): what
+    /// the checker is given.
     pub duplicate_ids: HashMap<u64, Vec<MsgId>>,
 }
 
@@ -176,7 +195,7 @@ pub async fn read_back(
     topic: &str,
     count: u64,
     idle_timeout: Duration,
-) -> Result<Readback, TxnError> {
+) -> Result<Readback, ReadbackError> {
     let started = Instant::now();
     let client = Client::new(service_url, Duration::from_secs(10));
     let parts = partitions_of(&client, topic).await?;
@@ -184,11 +203,19 @@ pub async fn read_back(
         idle_timeout,
         ..ReadOptions::default()
     };
-    let mut tally = Tally::new(count);
+    let mut tally = Tally::uncapped(count);
+    let mut log = ReadLog::new();
     let mut incomplete = Vec::new();
     for (t, p) in &parts {
+        log.start_partition(*p);
         let stats = read_partition(&client, t, *p, &opts, |id, _, payload| {
-            tally.observe(payload, msg_id(id, *p));
+            match parse_number(payload) {
+                Some(v) if v < count => {
+                    tally.observe_value(v);
+                    log.number(v);
+                }
+                _ => tally.observe(payload, msg_id(id, *p)),
+            }
             true
         })
         .await?;
@@ -196,15 +223,19 @@ pub async fn read_back(
             incomplete.push(why);
         }
     }
-    let findings = tally.finish();
-    let mut duplicate_ids: HashMap<u64, Vec<MsgId>> = HashMap::new();
+    let all_findings = tally.finish()?;
+    let findings = all_findings.clone().capped();
+    let mut all_duplicate_ids: BTreeMap<u64, Vec<MsgId>> = BTreeMap::new();
     if findings.duplicate_values > 0 {
-        let wanted: BTreeSet<u64> = findings.duplicate_values_to_locate(LOCATE_DUPLICATES);
+        let mut duplicated = RangeInclusiveSet::new();
+        for d in &all_findings.duplicates {
+            duplicated.insert(d.start..=d.end - 1);
+        }
         for (t, p) in &parts {
             read_partition(&client, t, *p, &opts, |id, _, payload| {
                 if let Some(v) = parse_number(payload) {
-                    if wanted.contains(&v) {
-                        duplicate_ids.entry(v).or_default().push(msg_id(id, *p));
+                    if duplicated.contains(&v) {
+                        all_duplicate_ids.entry(v).or_default().push(msg_id(id, *p));
                     }
                 }
                 true
@@ -212,9 +243,19 @@ pub async fn read_back(
             .await?;
         }
     }
+    // What the checker is given: the copies of the first LOCATE_DUPLICATES duplicated numbers.
+    let wanted: BTreeSet<u64> = findings.duplicate_values_to_locate(LOCATE_DUPLICATES);
+    let duplicate_ids: HashMap<u64, Vec<MsgId>> = all_duplicate_ids
+        .iter()
+        .filter(|(v, _)| wanted.contains(v))
+        .map(|(v, ids)| (*v, ids.clone()))
+        .collect();
     client.close_all().await;
     Ok(Readback {
         findings,
+        all_findings,
+        log,
+        all_duplicate_ids,
         incomplete: if incomplete.is_empty() {
             None
         } else {

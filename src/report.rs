@@ -2237,7 +2237,7 @@ faults:
             ..Context::default()
         };
         let verdict = checker::verdict(
-            tally.finish(),
+            tally.finish().unwrap(),
             Some(history().into_iter().map(Ok::<_, String>)),
             &ctx,
         );

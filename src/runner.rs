@@ -560,8 +560,7 @@ async fn execute(
         w.messages,
         Duration::from_secs(60),
     )
-    .await
-    .map_err(|e| Error::Pulsar(format!("the read-back failed: {e}")))?;
+    .await?;
     history.record(EventBody::Note {
         message: format!(
             "read back {} messages from {} partition(s) in {}ms",
@@ -604,6 +603,19 @@ async fn execute(
         sabotage_skip: req.scenario.sabotage.skip.iter().copied().collect(),
         sabotage_duplicate: req.scenario.sabotage.duplicate.iter().copied().collect(),
     };
+    // What the checker sees is stored before it judges (`recheck` judges it again offline).
+    let stored = crate::readlog::StoredReadback::new(
+        w.messages,
+        rb.log,
+        rb.all_findings,
+        rb.all_duplicate_ids,
+        ctx.clone(),
+    );
+    dir.write(
+        crate::readlog::FILE,
+        &(serde_json::to_string(&stored).expect("serializable") + "\n"),
+    )?;
+    drop(stored);
     let events = history::read(&history_path)?;
     let verdict = checker::verdict(rb.findings, Some(events), &ctx);
     if let (Some(c), None, false) = (&env.cluster, &logs, verdict.status == checker::Status::Pass) {

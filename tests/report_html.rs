@@ -384,7 +384,7 @@ fn render(tag: &str) -> (PathBuf, Verdict) {
         ..Context::default()
     };
     let verdict = checker::verdict(
-        tally.finish(),
+        tally.finish().unwrap(),
         Some(events.into_iter().map(Ok::<_, String>)),
         &ctx,
     );

@@ -2,6 +2,7 @@
 //! completed command (verdict-bearing commands return 0, 1 or 4) or a typed error.
 
 pub mod cluster;
+pub mod recheck;
 pub mod replay;
 pub mod report;
 pub mod run;
@@ -29,6 +30,7 @@ pub async fn dispatch(cmd: Command) -> Result<i32> {
         Command::Run(args) => run::run(args).await,
         Command::Verify(args) => run::verify(args).await,
         Command::Report { run_dir } => report::report(&run_dir),
+        Command::Recheck { run_dir, json } => recheck::recheck(&run_dir, json),
         Command::Replay {
             run_dir,
             times,

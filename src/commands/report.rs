@@ -79,7 +79,7 @@ mod tests {
             tally.observe_value(v);
         }
         let verdict = crate::checker::verdict(
-            tally.finish(),
+            tally.finish().unwrap(),
             Some(history.into_iter().map(Ok::<_, String>)),
             &Context::default(),
         );

@@ -190,8 +190,7 @@ pub async fn verify(args: VerifyArgs) -> Result<i32> {
         args.count,
         args.idle_timeout,
     )
-    .await
-    .map_err(|e| Error::Pulsar(format!("the read-back failed: {e}")))?;
+    .await?;
     let ctx = Context {
         seed: None,
         readback_incomplete: incomplete.or(rb.incomplete.clone()),

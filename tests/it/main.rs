@@ -7,6 +7,7 @@ mod cli;
 mod cluster;
 mod faults;
 mod produce;
+mod recheck;
 mod replyloss;
 mod soak;
 mod versions;

@@ -1,0 +1,403 @@
+//! The stored read-back: what the checker saw, kept in the run directory as `readback.json`
+//! so that `recheck` can derive the verdict again offline. Pure: no I/O, no clock.
+//!
+//! The numbers are kept per partition, in read order, as runs `[first, count, stride]` (the
+//! numbers `first, first + stride, ..., first + (count - 1) * stride`): the numbers of
+//! partition p of P are n ≡ p (mod P), so a partition read in order is one run of stride P,
+//! and every batch the producer wrote in one piece costs one run. Besides the runs the file
+//! holds the findings the read-back made (uncapped: every missing range, every duplicated
+//! range, every unexpected message with its message id), the message ids of every copy of
+//! every duplicated number, and the `checker::Context` the verdict was given.
+//!
+//! ```json
+//! {"format":1,"expected":100000,
+//!  "partitions":[{"partition":0,"messages":50000,"runs":[[0,50000,2]]}, ...],
+//!  "findings":{...},"duplicate_ids":{"17":[{"partition":1,...}, ...]},"context":{...}}
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::checker::{CheckerError, Context, Findings, MsgId, Tally};
+
+/// The file's name in the run directory.
+pub const FILE: &str = "readback.json";
+
+/// The version of the format below; `recheck` refuses others.
+pub const FORMAT: u32 = 1;
+
+/// `count` numbers from `first` on, `stride` apart (stride 0: one number `count` times).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run(pub u64, pub u64, pub u64);
+
+impl Run {
+    /// The number after the run's last one, if the run could take it.
+    fn next(&self) -> Option<u64> {
+        self.1
+            .checked_mul(self.2)
+            .and_then(|d| self.0.checked_add(d))
+    }
+}
+
+/// The numbers read from one partition, in read order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionLog {
+    /// The index a message id carries (-1: a non-partitioned topic).
+    pub partition: i32,
+    /// Numbers of [0, N) read (unexpected messages are not counted here).
+    pub messages: u64,
+    pub runs: Vec<Run>,
+}
+
+/// Records the numbers of a read-back as runs, partition by partition.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadLog {
+    partitions: Vec<PartitionLog>,
+}
+
+impl ReadLog {
+    pub fn new() -> ReadLog {
+        ReadLog::default()
+    }
+
+    /// The numbers that follow were read from `partition`.
+    pub fn start_partition(&mut self, partition: i32) {
+        self.partitions.push(PartitionLog {
+            partition,
+            messages: 0,
+            runs: Vec::new(),
+        });
+    }
+
+    /// One number of [0, N), read from the current partition.
+    #[inline]
+    pub fn number(&mut self, v: u64) {
+        if self.partitions.is_empty() {
+            self.start_partition(-1);
+        }
+        let p = self.partitions.last_mut().expect("one partition at least");
+        p.messages += 1;
+        match p.runs.last_mut() {
+            Some(r) if r.1 == 1 && v >= r.0 => {
+                r.2 = v - r.0;
+                r.1 = 2;
+            }
+            Some(r) if r.1 >= 2 && r.next() == Some(v) => r.1 += 1,
+            _ => p.runs.push(Run(v, 1, 0)),
+        }
+    }
+
+    pub fn partitions(&self) -> &[PartitionLog] {
+        &self.partitions
+    }
+}
+
+/// `readback.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredReadback {
+    pub format: u32,
+    pub expected: u64,
+    pub partitions: Vec<PartitionLog>,
+    /// The read-back's findings with every anomaly listed (no `LIST_CAP`).
+    pub findings: Findings,
+    /// Message ids of every copy of every duplicated number, in read order per number.
+    #[serde(default)]
+    pub duplicate_ids: BTreeMap<u64, Vec<MsgId>>,
+    /// What the verdict was given besides the findings and the history.
+    pub context: Context,
+}
+
+impl StoredReadback {
+    pub fn new(
+        expected: u64,
+        log: ReadLog,
+        findings: Findings,
+        duplicate_ids: BTreeMap<u64, Vec<MsgId>>,
+        context: Context,
+    ) -> StoredReadback {
+        StoredReadback {
+            format: FORMAT,
+            expected,
+            partitions: log.partitions,
+            findings,
+            duplicate_ids,
+            context,
+        }
+    }
+
+    /// Count the stored numbers and unexpected messages again, in their order, into a fresh
+    /// tally: the uncapped findings they make.
+    pub fn retally(&self) -> Result<Findings, CheckerError> {
+        let mut t = Tally::uncapped(self.expected);
+        for p in &self.partitions {
+            for r in &p.runs {
+                let mut v = r.0;
+                for i in 0..r.1 {
+                    if i > 0 {
+                        v = v.wrapping_add(r.2);
+                    }
+                    t.observe_value(v);
+                }
+            }
+        }
+        for u in &self.findings.unexpected {
+            t.observe_unexpected_record(u.clone());
+        }
+        t.finish()
+    }
+
+    /// Where this file contradicts itself: each partition's count against its runs, the
+    /// stored findings against `retallied` (what `retally` gave). Empty when consistent.
+    pub fn differences(&self, retallied: &Findings) -> Vec<String> {
+        let mut out = Vec::new();
+        for p in &self.partitions {
+            let n: u64 = p.runs.iter().map(|r| r.1).sum();
+            if n != p.messages {
+                out.push(format!(
+                    "partition {}: {} messages recorded, its runs hold {n}",
+                    p.partition, p.messages
+                ));
+            }
+        }
+        let (a, b) = (
+            serde_json::to_value(&self.findings).expect("findings serialize"),
+            serde_json::to_value(retallied).expect("findings serialize"),
+        );
+        for d in crate::readlog::diff_values("findings", &a, &b) {
+            out.push(format!(
+                "{d} (stored findings / counted again from the runs)"
+            ));
+        }
+        out
+    }
+}
+
+/// The differences between two JSON values as `path: left != right` lines, at most 50.
+pub fn diff_values(path: &str, a: &serde_json::Value, b: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    diff_into(path, a, b, &mut out);
+    if out.len() > 50 {
+        let more = out.len() - 50;
+        out.truncate(50);
+        out.push(format!("... and {more} more difference(s)"));
+    }
+    out
+}
+
+fn short(v: &serde_json::Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 120 {
+        let head: String = s.chars().take(117).collect();
+        format!("{head}...")
+    } else {
+        s
+    }
+}
+
+fn diff_into(path: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value;
+    if out.len() > 50 {
+        return;
+    }
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            // Plain values first (totals, status), then lists and objects.
+            let nested = |k: &String| {
+                x.get(k)
+                    .or(y.get(k))
+                    .is_some_and(|v| v.is_array() || v.is_object())
+            };
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort_by_key(|k| (nested(k), *k));
+            keys.dedup();
+            for k in keys {
+                let p = format!("{path}.{k}");
+                match (x.get(k), y.get(k)) {
+                    (Some(l), Some(r)) => diff_into(&p, l, r, out),
+                    (Some(l), None) => out.push(format!("{p}: {} != (absent)", short(l))),
+                    (None, Some(r)) => out.push(format!("{p}: (absent) != {}", short(r))),
+                    (None, None) => {}
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            if x.len() != y.len() {
+                out.push(format!("{path}: {} entries != {}", x.len(), y.len()));
+            }
+            for (i, (l, r)) in x.iter().zip(y.iter()).enumerate() {
+                diff_into(&format!("{path}[{i}]"), l, r, out);
+            }
+        }
+        _ if a != b => out.push(format!("{path}: {} != {}", short(a), short(b))),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checker::Unexpected;
+    use crate::stall::LogEvidence;
+
+    fn id(e: u64) -> MsgId {
+        MsgId {
+            partition: 0,
+            ledger: 3,
+            entry: e,
+            batch: -1,
+        }
+    }
+
+    #[test]
+    fn an_in_order_partition_is_one_run() {
+        let mut log = ReadLog::new();
+        for p in 0..4 {
+            log.start_partition(p);
+            for v in (p as u64..100_000).step_by(4) {
+                log.number(v);
+            }
+        }
+        for (p, part) in log.partitions().iter().enumerate() {
+            assert_eq!(part.runs, vec![Run(p as u64, 25_000, 4)]);
+            assert_eq!(part.messages, 25_000);
+        }
+    }
+
+    #[test]
+    fn interleaved_and_repeated_numbers_make_runs_in_read_order() {
+        let mut log = ReadLog::new();
+        log.start_partition(-1);
+        for v in [0, 2, 4, 1, 3, 5, 5, 5, 9, 7, 6, u64::MAX] {
+            log.number(v);
+        }
+        assert_eq!(
+            log.partitions()[0].runs,
+            vec![
+                Run(0, 3, 2),
+                Run(1, 3, 2),
+                Run(5, 2, 0),
+                Run(9, 1, 0),
+                Run(7, 1, 0),
+                Run(6, 2, u64::MAX - 6)
+            ]
+        );
+    }
+
+    /// A read-back with gaps, copies, strays and two partitions, recorded, stored as JSON,
+    /// loaded and counted again.
+    fn sample() -> StoredReadback {
+        let n = 10_000;
+        let mut log = ReadLog::new();
+        let mut tally = Tally::uncapped(n);
+        let mut r = crate::seed::Rng::new(9);
+        for p in 0..2u64 {
+            log.start_partition(p as i32);
+            for v in (p..n).step_by(2) {
+                if v % 7 == 3 {
+                    continue; // missing
+                }
+                let copies = if r.below(10) == 0 { 2 } else { 1 };
+                for _ in 0..copies {
+                    log.number(v);
+                    tally.observe(v.to_string().as_bytes(), id(v));
+                }
+            }
+        }
+        for (i, payload) in [&b"hello"[..], b"16000", b"\xff\xfe junk", b"007"]
+            .iter()
+            .enumerate()
+        {
+            tally.observe(payload, id(10_000 + i as u64));
+        }
+        let findings = tally.finish().unwrap();
+        assert!(findings.missing.len() > crate::checker::LIST_CAP);
+        let dup_ids: BTreeMap<u64, Vec<MsgId>> = findings
+            .duplicates
+            .iter()
+            .take(3)
+            .map(|d| (d.start, vec![id(d.start), id(d.start + 1)]))
+            .collect();
+        let context = Context {
+            seed: Some(42),
+            readback_incomplete: Some("partition 1 stopped early".into()),
+            duplicate_ids: dup_ids.clone().into_iter().collect(),
+            stall_log: vec![LogEvidence {
+                node: "broker-1".into(),
+                topic: "t-partition-0".into(),
+                level: "WARN".into(),
+                message: "Failed to persist msg".into(),
+                count: 12,
+                first: "2026-11-30T07:23:43,454".into(),
+                last: "2026-11-30T07:24:43,454".into(),
+            }],
+            stall_cause: Some("a known bug".into()),
+        };
+        StoredReadback::new(n, log, findings, dup_ids, context)
+    }
+
+    #[test]
+    fn the_stored_readback_round_trips_and_counts_to_its_own_findings() {
+        let stored = sample();
+        let text = serde_json::to_string(&stored).unwrap();
+        let back: StoredReadback = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, stored);
+        // Deterministic: the same value writes the same bytes (duplicate ids in value order).
+        assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        let again = back.retally().unwrap();
+        assert_eq!(again, stored.findings);
+        assert!(back.differences(&again).is_empty());
+        assert_eq!(again.unexpected.len(), 4);
+        assert_eq!(
+            again.unexpected[2],
+            Unexpected {
+                value: None,
+                payload_prefix: "\u{fffd}\u{fffd} junk".into(),
+                message_id: id(10_002),
+            }
+        );
+    }
+
+    #[test]
+    fn a_context_from_an_older_file_loads_with_defaults() {
+        let c: Context = serde_json::from_str(r#"{"seed": 7}"#).unwrap();
+        assert_eq!(
+            c,
+            Context {
+                seed: Some(7),
+                ..Context::default()
+            }
+        );
+        let text = serde_json::to_string(&sample().context).unwrap();
+        assert!(text.contains(r#""duplicate_ids":{""#), "{text}");
+    }
+
+    #[test]
+    fn a_tampered_run_is_named() {
+        let mut stored = sample();
+        stored.partitions[1].runs[0].1 += 1;
+        let again = stored.retally().unwrap();
+        let d = stored.differences(&again);
+        assert!(d.iter().any(|l| l.starts_with("partition 1: ")), "{d:#?}");
+        assert!(
+            d.iter().any(|l| l.starts_with("findings.received: ")),
+            "{d:#?}"
+        );
+    }
+
+    #[test]
+    fn json_differences_name_their_paths() {
+        let a = serde_json::json!({"status": "pass", "missing": [{"start": 1}], "x": 1});
+        let b = serde_json::json!({"status": "violation", "missing": [{"start": 2}, {}], "y": 1});
+        assert_eq!(
+            diff_values("verdict", &a, &b),
+            vec![
+                r#"verdict.status: "pass" != "violation""#.to_string(),
+                r#"verdict.x: 1 != (absent)"#.to_string(),
+                r#"verdict.y: (absent) != 1"#.to_string(),
+                r#"verdict.missing: 1 entries != 2"#.to_string(),
+                r#"verdict.missing[0].start: 1 != 2"#.to_string(),
+            ]
+        );
+    }
+}
