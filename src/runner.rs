@@ -289,6 +289,37 @@ async fn finish(req: &Request, env: &Env, result: Result<Outcome>) -> Result<Out
     result
 }
 
+/// Turn deduplication on for the workload topic and wait, by condition, until every partition
+/// reports it enabled (the policy reaches the topic asynchronously).
+async fn enable_deduplication(admin: &Admin, topic: &str, partitions: u32) -> Result<()> {
+    if partitions <= 1 {
+        admin.create_topic(topic).await?;
+    }
+    admin.set_deduplication(topic, true).await?;
+    let names = crate::txn::partition_names(topic, partitions);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let mut pending = Vec::new();
+        for t in &names {
+            match admin.deduplication_status(t).await {
+                Ok(Some(s)) if s == "Enabled" => {}
+                Ok(s) => pending.push(format!("{t}: {}", s.unwrap_or_else(|| "unknown".into()))),
+                Err(e) => pending.push(format!("{t}: {e}")),
+            }
+        }
+        if pending.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::Pulsar(format!(
+                "deduplication was not enabled on {topic} within 120s: {}",
+                pending.join(", ")
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
 /// The first attempt number of a resumed run: above every attempt the history or the
 /// journal names. The journal is synced before an attempt's first SEND and can be ahead of
 /// the history after a kill; a reused number would overwrite the old attempt's `txn-N.json`,
@@ -298,6 +329,20 @@ fn next_attempt(history: &Path, journal: &Journal) -> Result<u64> {
         .last_attempt()
         .map_err(|e| Error::Pulsar(e.to_string()))?;
     Ok(last_attempt(history).max(journaled) + 1)
+}
+
+/// The faults a history records as started.
+fn faults_started(path: &Path) -> BTreeSet<String> {
+    let Ok(events) = history::read(path) else {
+        return BTreeSet::new();
+    };
+    events
+        .filter_map(|e| e.ok())
+        .filter_map(|e| match e.body {
+            EventBody::FaultStarted { fault, .. } => Some(fault),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The highest attempt number in a history (to continue numbering after a resume).
@@ -330,6 +375,9 @@ async fn execute(
         admin
             .create_partitioned_topic(&info.topic, w.partitions)
             .await?;
+    }
+    if w.deduplication {
+        enable_deduplication(&admin, &info.topic, w.partitions).await?;
     }
     let history_path = dir.file("history.jsonl");
     let journal = Journal::open(&dir.file("journal")).map_err(|e| Error::Pulsar(e.to_string()))?;
@@ -437,8 +485,35 @@ async fn execute(
         }
         None => None,
     };
+    // A resumed run continues the plan: a fault that started before the interruption is not
+    // fired again (its time has passed, so it would fire at once, after every resume).
+    let remaining;
+    let fault_plan = if resuming {
+        let fired = faults_started(&history_path);
+        if !fired.is_empty() {
+            history.record(EventBody::Note {
+                message: format!(
+                    "resuming: {} fault(s) started before the interruption and are not fired again: {}",
+                    fired.len(),
+                    fired.iter().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            });
+        }
+        remaining = Plan {
+            faults: plan
+                .faults
+                .iter()
+                .filter(|f| !fired.contains(&f.name))
+                .cloned()
+                .collect(),
+            ..plan.clone()
+        };
+        &remaining
+    } else {
+        plan
+    };
     let fault_tasks = drive_faults(
-        plan,
+        fault_plan,
         nemesis.clone(),
         admin.clone(),
         info.topic.clone(),

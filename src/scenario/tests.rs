@@ -248,3 +248,21 @@ fn stall_timeout_defaults_to_five_minutes_and_0s_turns_it_off() {
         "{message}"
     );
 }
+
+#[test]
+fn deduplication_is_off_unless_asked_and_survives_the_resolved_yaml() {
+    let s = parse("smoke.yaml", SMOKE).unwrap();
+    assert!(!s.workload.deduplication);
+    let text = SMOKE.replace(
+        "  concurrency: 4\n",
+        "  concurrency: 4\n  deduplication: true\n",
+    );
+    let s = parse("dedup.yaml", &text).unwrap();
+    assert!(s.workload.deduplication);
+    let again = parse("resolved.yaml", &s.resolved_yaml()).unwrap();
+    assert!(again.workload.deduplication);
+    // A misspelling is still refused.
+    let text = SMOKE.replace("  concurrency: 4\n", "  concurrency: 4\n  dedup: true\n");
+    let (_, _, msg) = error_of(&text);
+    assert!(msg.contains("unknown field `dedup`"), "{msg}");
+}
