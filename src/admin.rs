@@ -333,6 +333,24 @@ impl Admin {
         Ok(BufferState::from_json(&v))
     }
 
+    /// `POST .../deduplicationEnabled`: turn the broker's deduplication on or off for a topic
+    /// (a topic policy; on a partitioned topic it covers every partition). The topic must exist.
+    pub async fn set_deduplication(&self, topic: &str, enabled: bool) -> Result<(), AdminError> {
+        let path = format!("/admin/v2/{}/deduplicationEnabled", topic_path(topic));
+        self.call("POST", &path, Some(enabled.to_string()))
+            .await
+            .map(|_| ())
+    }
+
+    /// The deduplication state a loaded topic (or partition) reports in its stats
+    /// (`deduplicationStatus`: "Enabled", "Disabled", "Recovering", ...); None when absent.
+    pub async fn deduplication_status(&self, topic: &str) -> Result<Option<String>, AdminError> {
+        let v = self.topic_stats(topic).await?;
+        Ok(v.get("deduplicationStatus")
+            .and_then(|s| s.as_str())
+            .map(str::to_string))
+    }
+
     /// Raw JSON of a topic's stats (for reports and diagnostics).
     pub async fn topic_stats(&self, topic: &str) -> Result<serde_json::Value, AdminError> {
         let path = format!("/admin/v2/{}/stats", topic_path(topic));

@@ -182,6 +182,14 @@ pub enum EventBody {
 }
 
 impl EventBody {
+    /// Written and synced before `record` returns. `TxnOpened` is recorded after the attempt's
+    /// journal entry and before its first SEND, so after any crash every attempt that may have
+    /// sent something is in the history (its attempt number is never handed out again), and
+    /// so is every attempt the journal cleared (which happens only after `TxnOpened`).
+    pub fn is_durable(&self) -> bool {
+        matches!(self, EventBody::TxnOpened { .. })
+    }
+
     /// Events that are few per run (everything but the per-transaction ones).
     pub fn is_rare(&self) -> bool {
         !matches!(
@@ -205,6 +213,8 @@ pub struct History {
 
 struct Inner {
     out: BufWriter<File>,
+    /// The same file, to sync outside the lock.
+    file: Option<File>,
     sinks: Vec<Box<dyn FnMut(&Event) + Send>>,
 }
 
@@ -246,6 +256,7 @@ impl History {
             })?;
         Ok(History {
             inner: Arc::new(Mutex::new(Inner {
+                file: file.try_clone().ok(),
                 out: BufWriter::new(file),
                 sinks: Vec::new(),
             })),
@@ -275,18 +286,32 @@ impl History {
             t_ms: self.now_ms(),
             body,
         };
-        let line = serde_json::to_string(&ev).expect("events serialize");
-        if let Err(e) = writeln!(inner.out, "{line}") {
+        // One write per line, newline included: the buffer goes out only at line ends, so a
+        // killed process leaves whole lines.
+        let mut line = serde_json::to_string(&ev).expect("events serialize");
+        line.push('\n');
+        if let Err(e) = inner.out.write_all(line.as_bytes()) {
             tracing::error!("history write failed: {e}");
         }
         for sink in inner.sinks.iter_mut() {
             sink(&ev);
         }
         // Rare events go to disk at once (a crash or kill must not lose a fault's record);
-        // the frequent transaction events are flushed in batches.
-        if ev.body.is_rare() {
+        // the frequent transaction events are flushed in batches, except the durable ones.
+        let durable = ev.body.is_durable();
+        if ev.body.is_rare() || durable {
             if let Err(e) = inner.out.flush() {
                 tracing::error!("history flush failed: {e}");
+            }
+        }
+        if durable {
+            // Synced outside the lock: other events go on being recorded meanwhile.
+            let file = inner.file.as_ref().and_then(|f| f.try_clone().ok());
+            drop(inner);
+            if let Some(f) = file {
+                if let Err(e) = f.sync_data() {
+                    tracing::error!("history sync failed: {e}");
+                }
             }
         }
     }
@@ -341,6 +366,36 @@ pub fn read(
 
 /// The time of the last event in a history file (0 when empty or absent): a resumed run goes
 /// on from there, so the file stays in time order.
+/// Cut a torn last line (one without its newline, left by a crash mid-write) off a history
+/// that a resumed run is about to append to; otherwise the next event would be glued to it
+/// and the history could not be read. Returns how many bytes were cut.
+pub fn repair_tail(path: &Path) -> Result<u64, HistoryError> {
+    let err = |source| HistoryError::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(err(e)),
+    };
+    let keep = bytes
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map(|i| i + 1)
+        .unwrap_or(0);
+    if keep == bytes.len() {
+        return Ok(0);
+    }
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(err)?;
+    f.set_len(keep as u64).map_err(err)?;
+    f.sync_data().map_err(err)?;
+    Ok((bytes.len() - keep) as u64)
+}
+
 pub fn last_t_ms(path: &Path) -> u64 {
     match read(path) {
         Ok(events) => events
@@ -405,6 +460,50 @@ mod tests {
         .unwrap();
         let err = read_all(&path).unwrap_err();
         assert!(err.to_string().contains(":2:"), "{err}");
+    }
+
+    /// Regression (issue 10, point 4): `TxnOpened` sat in the buffer, so after a kill the
+    /// history named fewer attempts than the journal and a resumed run reused their numbers.
+    #[test]
+    fn an_opened_attempt_is_in_the_file_when_record_returns() {
+        let dir = tempdir();
+        let path = dir.join("history.jsonl");
+        let h = History::create(&path, Instant::now(), false).unwrap();
+        h.record(EventBody::SendsAcked {
+            attempt: 1,
+            messages: 5,
+        });
+        h.record(EventBody::TxnOpened {
+            attempt: 2,
+            txn: TxnId { most: 0, least: 2 },
+            numbers: vec![(0, 100)],
+            resend_of: None,
+        });
+        // No flush, and `h` is alive (a SIGKILL now would not run its Drop).
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("\"attempt\":2"), "{text:?}");
+        assert!(text.ends_with('\n'), "{text:?}");
+        drop(h);
+    }
+
+    /// A kill can leave a line without its end; a resumed run cuts it before appending,
+    /// or the history could not be read.
+    #[test]
+    fn a_torn_last_line_is_cut_before_a_resumed_run_appends() {
+        let dir = tempdir();
+        let path = dir.join("history.jsonl");
+        let whole = "{\"t_ms\":1,\"event\":\"note\",\"message\":\"x\"}\n";
+        std::fs::write(&path, format!("{whole}{{\"t_ms\":2,\"event\":\"sends_ac")).unwrap();
+        assert_eq!(repair_tail(&path).unwrap(), 27);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), whole);
+        assert_eq!(repair_tail(&path).unwrap(), 0);
+        let h = History::create(&path, Instant::now(), true).unwrap();
+        h.record(EventBody::Note {
+            message: "resumed".into(),
+        });
+        drop(h);
+        assert_eq!(read_all(&path).unwrap().len(), 2);
+        assert_eq!(repair_tail(&dir.join("absent.jsonl")).unwrap(), 0);
     }
 
     fn tempdir() -> std::path::PathBuf {

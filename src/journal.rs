@@ -140,6 +140,31 @@ impl Journal {
         entries.sort_by_key(|e| e.attempt);
         Ok((cursor, entries))
     }
+
+    /// The highest attempt number any file of the journal names, superseded entries and
+    /// half-written ones included (0 when none): a resumed run numbers its attempts above it,
+    /// so a new attempt never overwrites (or, through `resend_of`, clears) an old one's entry.
+    pub fn last_attempt(&self) -> Result<u64, JournalError> {
+        let mut last = 0;
+        for de in fs::read_dir(&self.dir).map_err(io(&self.dir))? {
+            let de = de.map_err(io(&self.dir))?;
+            if let Some(n) = attempt_of(&de.file_name().to_string_lossy()) {
+                last = last.max(n);
+            }
+        }
+        Ok(last)
+    }
+}
+
+/// The attempt number in a journal file's name: `txn-<n>.json`, or the temporary file
+/// `.txn-<n>.json.tmp` a crash can leave behind while one was being written.
+fn attempt_of(name: &str) -> Option<u64> {
+    let core = name.strip_prefix('.').unwrap_or(name);
+    let core = core.strip_suffix(".tmp").unwrap_or(core);
+    core.strip_prefix("txn-")?
+        .strip_suffix(".json")?
+        .parse()
+        .ok()
 }
 
 /// The first number after everything the journal knows of.
@@ -204,6 +229,27 @@ mod tests {
         // Crash after journaling [100, 200) but before the cursor moved.
         assert_eq!(next_number(100, &[entry(2, 100, 200, None)]), 200);
         assert_eq!(next_number(0, &[]), 0);
+    }
+
+    #[test]
+    fn the_last_attempt_counts_superseded_and_half_written_entries() {
+        let d = dir("last");
+        let j = Journal::open(&d).unwrap();
+        assert_eq!(j.last_attempt().unwrap(), 0);
+        j.set_cursor(100).unwrap();
+        j.record(&entry(3, 0, 100, None)).unwrap();
+        j.record(&entry(7, 0, 100, Some(3))).unwrap();
+        // Superseded: `load` leaves 3 out, but 7 is still the highest.
+        assert_eq!(j.last_attempt().unwrap(), 7);
+        j.clear(7).unwrap();
+        j.record(&entry(5, 0, 100, None)).unwrap();
+        assert_eq!(j.last_attempt().unwrap(), 5);
+        // A crash while writing entry 9 leaves only its temporary file.
+        fs::write(d.join(".txn-9.json.tmp"), "{").unwrap();
+        assert_eq!(j.last_attempt().unwrap(), 9);
+        assert_eq!(attempt_of("cursor"), None);
+        assert_eq!(attempt_of(".cursor.tmp"), None);
+        assert_eq!(attempt_of("txn-x.json"), None);
     }
 
     #[test]

@@ -291,6 +291,62 @@ async fn finish(req: &Request, env: &Env, result: Result<Outcome>) -> Result<Out
     result
 }
 
+/// Turn deduplication on for the workload topic and wait, by condition, until every partition
+/// reports it enabled (the policy reaches the topic asynchronously).
+async fn enable_deduplication(admin: &Admin, topic: &str, partitions: u32) -> Result<()> {
+    if partitions <= 1 {
+        admin.create_topic(topic).await?;
+    }
+    admin.set_deduplication(topic, true).await?;
+    let names = crate::txn::partition_names(topic, partitions);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let mut pending = Vec::new();
+        for t in &names {
+            match admin.deduplication_status(t).await {
+                Ok(Some(s)) if s == "Enabled" => {}
+                Ok(s) => pending.push(format!("{t}: {}", s.unwrap_or_else(|| "unknown".into()))),
+                Err(e) => pending.push(format!("{t}: {e}")),
+            }
+        }
+        if pending.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::Pulsar(format!(
+                "deduplication was not enabled on {topic} within 120s: {}",
+                pending.join(", ")
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The first attempt number of a resumed run: above every attempt the history or the
+/// journal names. The journal is synced before an attempt's first SEND and can be ahead of
+/// the history after a kill; a reused number would overwrite the old attempt's `txn-N.json`,
+/// or delete it when a resend of the reused number clears its predecessor.
+fn next_attempt(history: &Path, journal: &Journal) -> Result<u64> {
+    let journaled = journal
+        .last_attempt()
+        .map_err(|e| Error::Pulsar(e.to_string()))?;
+    Ok(last_attempt(history).max(journaled) + 1)
+}
+
+/// The faults a history records as started.
+fn faults_started(path: &Path) -> BTreeSet<String> {
+    let Ok(events) = history::read(path) else {
+        return BTreeSet::new();
+    };
+    events
+        .filter_map(|e| e.ok())
+        .filter_map(|e| match e.body {
+            EventBody::FaultStarted { fault, .. } => Some(fault),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The highest attempt number in a history (to continue numbering after a resume).
 fn last_attempt(path: &Path) -> u64 {
     let Ok(events) = history::read(path) else {
@@ -322,9 +378,18 @@ async fn execute(
             .create_partitioned_topic(&info.topic, w.partitions)
             .await?;
     }
+    if w.deduplication {
+        enable_deduplication(&admin, &info.topic, w.partitions).await?;
+    }
     let history_path = dir.file("history.jsonl");
+    let journal = Journal::open(&dir.file("journal")).map_err(|e| Error::Pulsar(e.to_string()))?;
+    let torn = if resuming {
+        history::repair_tail(&history_path)?
+    } else {
+        0
+    };
     let first_attempt = if resuming {
-        last_attempt(&history_path) + 1
+        next_attempt(&history_path, &journal)?
     } else {
         1
     };
@@ -355,7 +420,13 @@ async fn execute(
         resend: w.resend.to_string(),
         wall_ms: now_ms(),
     });
-    let journal = Journal::open(&dir.file("journal")).map_err(|e| Error::Pulsar(e.to_string()))?;
+    if torn > 0 {
+        history.record(EventBody::Note {
+            message: format!(
+                "resuming: cut a torn last line ({torn} bytes) the interruption left in the history"
+            ),
+        });
+    }
     // The producer's connections go through a proxy when a fault drops its replies.
     let proxy = plan
         .faults
@@ -433,8 +504,35 @@ async fn execute(
         }
         None => None,
     };
+    // A resumed run continues the plan: a fault that started before the interruption is not
+    // fired again (its time has passed, so it would fire at once, after every resume).
+    let remaining;
+    let fault_plan = if resuming {
+        let fired = faults_started(&history_path);
+        if !fired.is_empty() {
+            history.record(EventBody::Note {
+                message: format!(
+                    "resuming: {} fault(s) started before the interruption and are not fired again: {}",
+                    fired.len(),
+                    fired.iter().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            });
+        }
+        remaining = Plan {
+            faults: plan
+                .faults
+                .iter()
+                .filter(|f| !fired.contains(&f.name))
+                .cloned()
+                .collect(),
+            ..plan.clone()
+        };
+        &remaining
+    } else {
+        plan
+    };
     let fault_tasks = drive_faults(
-        plan,
+        fault_plan,
         nemesis.clone(),
         admin.clone(),
         info.topic.clone(),
@@ -959,6 +1057,72 @@ mod tests {
 
     /// Regression: the read-back gave up after `txn_timeout + 30s` while the coordinator was
     /// still ending transactions after restarts, which made healthy runs inconclusive.
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("pc-runner-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn opened(h: &History, attempt: u64) {
+        h.record(EventBody::TxnOpened {
+            attempt,
+            txn: history::TxnId {
+                most: 0,
+                least: attempt,
+            },
+            numbers: vec![(attempt * 10, attempt * 10 + 10)],
+            resend_of: None,
+        });
+    }
+
+    fn entry(attempt: u64) -> crate::journal::Entry {
+        crate::journal::Entry {
+            attempt,
+            txn: history::TxnId {
+                most: 0,
+                least: attempt,
+            },
+            numbers: vec![(attempt * 10, attempt * 10 + 10)],
+            resend_of: None,
+        }
+    }
+
+    /// Regression (issue 10, point 4): after a kill the journal had attempt 7 in flight while
+    /// the buffered history ended at 5; the resumed run numbered from 6 and its attempt 7
+    /// overwrote the old `txn-7.json`.
+    #[test]
+    fn a_resumed_run_numbers_above_a_journal_ahead_of_the_history() {
+        let d = scratch("journal-ahead");
+        let h = History::create(&d.join("history.jsonl"), Instant::now(), false).unwrap();
+        (1..=5).for_each(|a| opened(&h, a));
+        drop(h);
+        let j = Journal::open(&d.join("journal")).unwrap();
+        j.record(&entry(6)).unwrap();
+        j.record(&entry(7)).unwrap();
+        assert_eq!(next_attempt(&d.join("history.jsonl"), &j).unwrap(), 8);
+    }
+
+    #[test]
+    fn a_resumed_run_numbers_above_a_history_ahead_of_the_journal() {
+        let d = scratch("history-ahead");
+        let h = History::create(&d.join("history.jsonl"), Instant::now(), false).unwrap();
+        (1..=9).for_each(|a| opened(&h, a));
+        drop(h);
+        let j = Journal::open(&d.join("journal")).unwrap();
+        j.record(&entry(4)).unwrap();
+        assert_eq!(next_attempt(&d.join("history.jsonl"), &j).unwrap(), 10);
+    }
+
+    #[test]
+    fn a_resumed_run_with_nothing_recorded_starts_at_one() {
+        let d = scratch("empty");
+        let j = Journal::open(&d.join("journal")).unwrap();
+        assert_eq!(next_attempt(&d.join("history.jsonl"), &j).unwrap(), 1);
+        std::fs::write(d.join("history.jsonl"), "").unwrap();
+        assert_eq!(next_attempt(&d.join("history.jsonl"), &j).unwrap(), 1);
+    }
+
     #[test]
     fn the_settle_cap_leaves_the_coordinator_minutes_after_the_timeout() {
         assert!(settle_cap(Duration::from_secs(20)) >= Duration::from_secs(240));

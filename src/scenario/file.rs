@@ -83,6 +83,8 @@ pub struct WorkloadFile {
     pub deadline: Option<Dur>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stall_timeout: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deduplication: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]

@@ -168,6 +168,10 @@ pub struct Workload {
     /// Stop the producer when no transaction has committed for this long while no fault was
     /// active (the cluster is not recovering); `None`: never (`stall_timeout: 0s`).
     pub stall_timeout: Option<Duration>,
+    /// Turn the broker's message deduplication on for the topic (a topic policy) before the
+    /// producer starts: a SEND whose sequence id is not above the last one persisted for its
+    /// producer name is then dropped (its receipt names message id -1:-1).
+    pub deduplication: bool,
 }
 
 impl Workload {
@@ -837,6 +841,7 @@ fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
         op_timeout,
         deadline,
         stall_timeout,
+        deduplication: w.deduplication.unwrap_or(false),
     })
 }
 
@@ -1191,6 +1196,7 @@ fn resolve_workload_file(w: &Workload) -> WorkloadFile {
         op_timeout: Some(Dur(w.op_timeout)),
         deadline: Some(Dur(w.deadline)),
         stall_timeout: Some(Dur(w.stall_timeout.unwrap_or(Duration::ZERO))),
+        deduplication: Some(w.deduplication),
     }
 }
 

@@ -360,3 +360,21 @@ fn bad_reply_loss_entries_name_their_place() {
         "{msg}"
     );
 }
+
+#[test]
+fn deduplication_is_off_unless_asked_and_survives_the_resolved_yaml() {
+    let s = parse("smoke.yaml", SMOKE).unwrap();
+    assert!(!s.workload.deduplication);
+    let text = SMOKE.replace(
+        "  concurrency: 4\n",
+        "  concurrency: 4\n  deduplication: true\n",
+    );
+    let s = parse("dedup.yaml", &text).unwrap();
+    assert!(s.workload.deduplication);
+    let again = parse("resolved.yaml", &s.resolved_yaml()).unwrap();
+    assert!(again.workload.deduplication);
+    // A misspelling is still refused.
+    let text = SMOKE.replace("  concurrency: 4\n", "  concurrency: 4\n  dedup: true\n");
+    let (_, _, msg) = error_of(&text);
+    assert!(msg.contains("unknown field `dedup`"), "{msg}");
+}

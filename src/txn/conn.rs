@@ -35,6 +35,34 @@ pub enum ConsumerEvent {
 
 type Receipt = Result<MessageIdData, TxnError>;
 
+/// A SEND on its way: its receipt arrives here.
+pub struct PendingReceipt {
+    key: (u64, u64),
+    rx: oneshot::Receiver<Receipt>,
+}
+
+/// What a SEND_RECEIPT says. Message id (-1, -1) is the broker's answer to a message its
+/// deduplication dropped (Pulsar's `PersistentTopic.publishMessage`: on `Dup` it calls
+/// `publishContext.completed(null, -1, -1)`, "Immediately acknowledge duplicated message"):
+/// nothing was written, so the send failed. A receipt without a message id is a protocol
+/// error, never success.
+fn receipt_result(r: &proto::CommandSendReceipt) -> Receipt {
+    match &r.message_id {
+        Some(id) if id.ledger_id == u64::MAX && id.entry_id == u64::MAX => {
+            Err(TxnError::DuplicateDropped(format!(
+                "producer {} sequence id {}: the broker acknowledged the message as a duplicate \
+                 (message id -1:-1) and did not write it",
+                r.producer_id, r.sequence_id
+            )))
+        }
+        Some(id) => Ok(id.clone()),
+        None => Err(TxnError::Protocol(format!(
+            "SEND_RECEIPT for producer {} sequence id {} without a message id",
+            r.producer_id, r.sequence_id
+        ))),
+    }
+}
+
 struct Shared {
     addr: String,
     next_request: AtomicU64,
@@ -352,15 +380,16 @@ impl Connection {
         }
     }
 
-    /// Send a SEND frame and wait for its receipt.
-    pub async fn send_message(
+    /// Register a SEND's receipt and queue its frame, without waiting: frames leave in the
+    /// order of these calls (a producer queues under the lock that hands out its sequence
+    /// ids, so its SENDs go out in sequence order). Then wait with `receipt`.
+    pub fn start_send(
         &self,
         producer_id: u64,
         sequence_id: u64,
         command: BaseCommand,
         payload: Payload,
-        timeout: Duration,
-    ) -> Result<MessageIdData, TxnError> {
+    ) -> Result<PendingReceipt, TxnError> {
         let (tx, rx) = oneshot::channel();
         if self.is_producer_closed(producer_id) {
             return Err(TxnError::NotSent(format!(
@@ -380,7 +409,19 @@ impl Connection {
                 .remove(&(producer_id, sequence_id));
             return Err(e);
         }
-        match tokio::time::timeout(timeout, rx).await {
+        Ok(PendingReceipt {
+            key: (producer_id, sequence_id),
+            rx,
+        })
+    }
+
+    /// Wait for the receipt of a SEND queued by `start_send`.
+    pub async fn receipt(
+        &self,
+        pending: PendingReceipt,
+        timeout: Duration,
+    ) -> Result<MessageIdData, TxnError> {
+        match tokio::time::timeout(timeout, pending.rx).await {
             Ok(Ok(r)) => r,
             Ok(Err(_)) => Err(self.closed_error()),
             Err(_) => {
@@ -388,7 +429,7 @@ impl Connection {
                     .receipts
                     .lock()
                     .expect("lock")
-                    .remove(&(producer_id, sequence_id));
+                    .remove(&pending.key);
                 Err(TxnError::Timeout(format!(
                     "no receipt from {} within {}ms",
                     self.addr(),
@@ -453,8 +494,7 @@ fn dispatch(sh: &Shared, out: &mpsc::UnboundedSender<Message>, m: Message) {
             .expect("lock")
             .remove(&(r.producer_id, r.sequence_id))
         {
-            let id = r.message_id.clone().unwrap_or_default();
-            let _ = tx.send(Ok(id));
+            let _ = tx.send(receipt_result(r));
         }
         return;
     }
@@ -521,4 +561,49 @@ fn dispatch(sh: &Shared, out: &mpsc::UnboundedSender<Message>, m: Message) {
         return;
     }
     tracing::debug!("{}: ignoring frame of type {}", sh.addr, c.r#type);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn receipt(id: Option<(u64, u64)>) -> proto::CommandSendReceipt {
+        proto::CommandSendReceipt {
+            producer_id: 3,
+            sequence_id: 41,
+            message_id: id.map(|(ledger_id, entry_id)| MessageIdData {
+                ledger_id,
+                entry_id,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// Regression (issue 10, point 5): a receipt naming message id (-1, -1) was taken as a
+    /// successful send, and the transaction committed without the dropped message.
+    #[test]
+    fn a_receipt_for_a_dropped_duplicate_fails_the_send() {
+        // -1 as the protocol's uint64.
+        let r = receipt_result(&receipt(Some((u64::MAX, u64::MAX))));
+        match r {
+            Err(e @ TxnError::DuplicateDropped(_)) => {
+                assert!(!e.is_retryable(), "{e}");
+                assert!(e.to_string().contains("sequence id 41"), "{e}");
+            }
+            other => panic!("expected DuplicateDropped, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_receipt_with_a_real_id_succeeds_and_one_without_an_id_is_a_protocol_error() {
+        let id = receipt_result(&receipt(Some((12, 7)))).unwrap();
+        assert_eq!((id.ledger_id, id.entry_id), (12, 7));
+        // Only both -1 is the duplicate answer.
+        assert!(receipt_result(&receipt(Some((u64::MAX, 0)))).is_ok());
+        assert!(matches!(
+            receipt_result(&receipt(None)),
+            Err(TxnError::Protocol(_))
+        ));
+    }
 }

@@ -33,6 +33,10 @@ pub fn classify_commit(result: &Result<(), TxnError>) -> CommitAnswer {
         }
         Err(TxnError::Protocol(m)) => CommitAnswer::Ambiguous(format!("protocol error: {m}")),
         Err(TxnError::Fatal(m)) => CommitAnswer::Fatal(m.clone()),
+        // Sent, and the answer says nothing readable about the commit.
+        Err(e @ (TxnError::DuplicateDropped(_) | TxnError::Protocol(_))) => {
+            CommitAnswer::Ambiguous(e.to_string())
+        }
         Err(TxnError::Server { code, message }) => match code {
             ServerError::InvalidTxnStatus => match state_named(message) {
                 Some("COMMITTING") | Some("COMMITTED") => {
@@ -339,7 +343,7 @@ impl Coordinators {
                     ServerError::TransactionCoordinatorNotFound | ServerError::ServiceNotReady
                 )
             }
-            TxnError::Fatal(_) => false,
+            TxnError::Fatal(_) | TxnError::DuplicateDropped(_) | TxnError::Protocol(_) => false,
         };
         if moved {
             self.forget(tc).await;

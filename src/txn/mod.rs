@@ -42,6 +42,15 @@ pub enum TxnError {
     /// Nothing to retry: e.g. transactions are disabled on the broker.
     #[error("{0}")]
     Fatal(String),
+    /// A SEND_RECEIPT with message id (-1, -1): the broker's deduplication dropped the message
+    /// (its sequence id was not above the last one persisted for the producer name). Nothing
+    /// was written: the send failed, and a transaction must not commit on it.
+    #[error("dropped as a duplicate: {0}")]
+    DuplicateDropped(String),
+    /// A reply that breaks the protocol (e.g. a receipt without a message id): never read as
+    /// success.
+    #[error("protocol error: {0}")]
+    Protocol(String),
 }
 
 impl TxnError {
@@ -69,7 +78,7 @@ impl TxnError {
                     | ServerError::UnknownError
                     | ServerError::ProducerBusy
             ),
-            TxnError::Fatal(_) => false,
+            TxnError::Fatal(_) | TxnError::DuplicateDropped(_) | TxnError::Protocol(_) => false,
         }
     }
 }

@@ -1,8 +1,10 @@
 //! A transactional producer on one partition (or non-partitioned topic), recreated after the
 //! broker closes it (unload) or its connection dies. Sequence ids keep increasing across
-//! re-creations.
+//! re-creations. A sequence id is handed out and its SEND queued on the connection under one
+//! lock, so a producer's SENDs leave in sequence order (with broker-side deduplication the
+//! broker drops a SEND whose sequence id is not above the last one it persisted).
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -31,7 +33,8 @@ pub struct PartitionProducer {
     name_prefix: String,
     txn_enabled: bool,
     attached: Mutex<Option<Attached>>,
-    next_seq: AtomicU64,
+    /// The next sequence id; held while a SEND is queued (see the module's doc).
+    next_seq: std::sync::Mutex<u64>,
     generation: AtomicU32,
     in_flight: Semaphore,
 }
@@ -81,7 +84,7 @@ impl PartitionProducer {
             name_prefix: name_prefix.to_string(),
             txn_enabled,
             attached: Mutex::new(None),
-            next_seq: AtomicU64::new(0),
+            next_seq: std::sync::Mutex::new(0),
             generation: AtomicU32::new(0),
             in_flight: Semaphore::new(MAX_IN_FLIGHT),
         }
@@ -127,7 +130,8 @@ impl PartitionProducer {
         if let Some(ps) = resp.producer_success {
             if let Some(last) = ps.last_sequence_id {
                 if last >= 0 {
-                    self.next_seq.fetch_max(last as u64 + 1, Ordering::SeqCst);
+                    let mut next = self.next_seq.lock().expect("lock");
+                    *next = (*next).max(last as u64 + 1);
                 }
             }
         }
@@ -152,42 +156,63 @@ impl PartitionProducer {
         data: Vec<u8>,
         timeout: Duration,
     ) -> Result<Sent, TxnError> {
+        self.send_one(txn, data, None, timeout).await
+    }
+
+    /// Send one message with the given sequence id instead of the next one (the counter is
+    /// not moved back): the lower-level call the tests of the broker's deduplication use.
+    pub async fn send_with_sequence_id(
+        &self,
+        txn: Option<TxnId>,
+        data: Vec<u8>,
+        sequence_id: u64,
+        timeout: Duration,
+    ) -> Result<Sent, TxnError> {
+        self.send_one(txn, data, Some(sequence_id), timeout).await
+    }
+
+    async fn send_one(
+        &self,
+        txn: Option<TxnId>,
+        data: Vec<u8>,
+        fixed: Option<u64>,
+        timeout: Duration,
+    ) -> Result<Sent, TxnError> {
         let _permit = self
             .in_flight
             .acquire()
             .await
             .map_err(|_| TxnError::NotSent("producer closed".into()))?;
         let a = self.attach().await?;
-        let sequence_id = self.next_seq.fetch_add(1, Ordering::SeqCst);
-        let mut c = base(Type::Send);
-        c.send = Some(proto::CommandSend {
-            producer_id: a.producer_id,
-            sequence_id,
-            num_messages: None,
-            txnid_least_bits: txn.map(|t| t.least),
-            txnid_most_bits: txn.map(|t| t.most),
-            ..Default::default()
-        });
-        // The transaction id goes in the metadata too: the broker filters aborted messages and
-        // rebuilds open transactions from it.
-        let metadata = MessageMetadata {
-            producer_name: a.name.clone(),
-            sequence_id,
-            publish_time: now_ms(),
-            txnid_least_bits: txn.map(|t| t.least),
-            txnid_most_bits: txn.map(|t| t.most),
-            ..Default::default()
-        };
-        let id = a
-            .conn
-            .send_message(
-                a.producer_id,
+        let (sequence_id, pending) = {
+            let mut next = self.next_seq.lock().expect("lock");
+            let sequence_id = fixed.unwrap_or(*next);
+            let mut c = base(Type::Send);
+            c.send = Some(proto::CommandSend {
+                producer_id: a.producer_id,
                 sequence_id,
-                c,
-                Payload { metadata, data },
-                timeout,
-            )
-            .await?;
+                num_messages: None,
+                txnid_least_bits: txn.map(|t| t.least),
+                txnid_most_bits: txn.map(|t| t.most),
+                ..Default::default()
+            });
+            // The transaction id goes in the metadata too: the broker filters aborted messages
+            // and rebuilds open transactions from it.
+            let metadata = MessageMetadata {
+                producer_name: a.name.clone(),
+                sequence_id,
+                publish_time: now_ms(),
+                txnid_least_bits: txn.map(|t| t.least),
+                txnid_most_bits: txn.map(|t| t.most),
+                ..Default::default()
+            };
+            let pending =
+                a.conn
+                    .start_send(a.producer_id, sequence_id, c, Payload { metadata, data })?;
+            *next = (*next).max(sequence_id + 1);
+            (sequence_id, pending)
+        };
+        let id = a.conn.receipt(pending, timeout).await?;
         Ok(Sent { id, sequence_id })
     }
 
@@ -210,32 +235,37 @@ impl PartitionProducer {
             .map_err(|_| TxnError::NotSent("producer closed".into()))?;
         let a = self.attach().await?;
         let n = messages.len() as u64;
-        let first = self.next_seq.fetch_add(n, Ordering::SeqCst);
-        let data = encode_batch(first, &messages);
-        let mut c = base(Type::Send);
-        c.send = Some(proto::CommandSend {
-            producer_id: a.producer_id,
-            sequence_id: first,
-            num_messages: Some(n as i32),
-            txnid_least_bits: txn.map(|t| t.least),
-            txnid_most_bits: txn.map(|t| t.most),
-            highest_sequence_id: Some(first + n - 1),
-            ..Default::default()
-        });
-        let metadata = MessageMetadata {
-            producer_name: a.name.clone(),
-            sequence_id: first,
-            publish_time: now_ms(),
-            num_messages_in_batch: Some(n as i32),
-            highest_sequence_id: Some(first + n - 1),
-            txnid_least_bits: txn.map(|t| t.least),
-            txnid_most_bits: txn.map(|t| t.most),
-            ..Default::default()
+        let pending = {
+            let mut next = self.next_seq.lock().expect("lock");
+            let first = *next;
+            let data = encode_batch(first, &messages);
+            let mut c = base(Type::Send);
+            c.send = Some(proto::CommandSend {
+                producer_id: a.producer_id,
+                sequence_id: first,
+                num_messages: Some(n as i32),
+                txnid_least_bits: txn.map(|t| t.least),
+                txnid_most_bits: txn.map(|t| t.most),
+                highest_sequence_id: Some(first + n - 1),
+                ..Default::default()
+            });
+            let metadata = MessageMetadata {
+                producer_name: a.name.clone(),
+                sequence_id: first,
+                publish_time: now_ms(),
+                num_messages_in_batch: Some(n as i32),
+                highest_sequence_id: Some(first + n - 1),
+                txnid_least_bits: txn.map(|t| t.least),
+                txnid_most_bits: txn.map(|t| t.most),
+                ..Default::default()
+            };
+            let pending = a
+                .conn
+                .start_send(a.producer_id, first, c, Payload { metadata, data })?;
+            *next = first + n;
+            pending
         };
-        let id = a
-            .conn
-            .send_message(a.producer_id, first, c, Payload { metadata, data }, timeout)
-            .await?;
+        let id = a.conn.receipt(pending, timeout).await?;
         Ok((0..n as i32)
             .map(|i| MessageIdData {
                 batch_index: Some(i),

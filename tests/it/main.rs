@@ -5,6 +5,7 @@ mod common;
 
 mod cli;
 mod cluster;
+mod durability;
 mod faults;
 mod produce;
 mod recheck;

@@ -1,0 +1,340 @@
+//! Issue 10, points 4 and 5: a harness killed again and again never reuses an attempt number
+//! and loses nothing; a SEND the broker drops as a duplicate fails.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pulsar::message::proto::TxnAction;
+use pulsar_chaos::admin::Admin;
+use pulsar_chaos::scenario::Topology;
+use pulsar_chaos::seed::Rng;
+use pulsar_chaos::txn::coordinator::Coordinators;
+use pulsar_chaos::txn::producer::PartitionProducer;
+use pulsar_chaos::txn::{Client, TxnError};
+
+use crate::common::*;
+
+/// Removes a kept cluster when the test ends, passed or not.
+struct Down(String);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        let _ = run(&["cluster", "down", "--run", &self.0]);
+    }
+}
+
+/// The events of a history written so far (a line still being written is skipped).
+fn events(run_dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(run_dir.join("history.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    /// Right after a transaction opened: its SENDs are going out.
+    Sending,
+    /// After a commit was requested: commits are under way.
+    Committing,
+    /// After a resumed run opened a transaction for numbers of an earlier attempt.
+    Resending,
+}
+
+fn reached(phase: Phase, e: &serde_json::Value) -> bool {
+    match phase {
+        Phase::Sending => e["event"] == "txn_opened",
+        Phase::Committing => e["event"] == "commit_requested",
+        Phase::Resending => e["event"] == "txn_opened" && e.get("resend_of").is_some(),
+    }
+}
+
+fn resume(run_dir: &Path, log: &Path) -> Child {
+    Command::new(BIN)
+        .args([
+            "run",
+            "--resume",
+            run_dir.to_str().unwrap(),
+            "--progress",
+            "none",
+        ])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap()
+}
+
+fn logs(dir: &Path) -> String {
+    let mut out = String::new();
+    for k in 0..20 {
+        if let Ok(t) = std::fs::read_to_string(dir.join(format!("segment-{k}.log"))) {
+            out.push_str(&format!("--- segment {k}\n{t}"));
+        }
+    }
+    out
+}
+
+/// Start a run, SIGKILL it `kills` times at seeded moments (right after a transaction opened,
+/// while commits are under way, while a resumed run resends), resume it after each kill, and
+/// check the end: PASS, every attempt number used once, and the verdict equal to what an
+/// independent client reads.
+fn kill_and_resume(name: &str, seed: u64, kills: usize, faults: &str) {
+    let started = Instant::now();
+    let dir = tmpdir(name);
+    let scenario = write(
+        &dir,
+        &format!("{name}.yaml"),
+        &format!(
+            "name: {name}\n{}workload:\n  topic: persistent://public/default/{name}\n  partitions: 2\n  messages: 30000\n  txn_size: 100\n  batch_size: 10\n  concurrency: 4\n  rate: 1000\n  txn_timeout: 10s\n  resend: verify\n{faults}",
+            standalone_cluster_yaml()
+        ),
+    );
+    let mut rng = Rng::derive(seed, "kill-moments");
+    let mut child = {
+        let log = std::fs::File::create(dir.join("segment-0.log")).unwrap();
+        Command::new(BIN)
+            .args([
+                "run",
+                scenario.to_str().unwrap(),
+                "--seed",
+                &seed.to_string(),
+                "--out",
+                dir.to_str().unwrap(),
+                "--keep-cluster",
+                "--progress",
+                "none",
+            ])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    };
+    // The run directory, once the run has opened its first transaction.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let run_dir: PathBuf = loop {
+        let found = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|d| d.join("run.json").exists());
+        if let Some(d) = found {
+            break d;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no run directory: {}",
+            logs(&dir)
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run exited early: {}",
+            logs(&dir)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
+    let _down = Down(info["run_id"].as_str().unwrap().to_string());
+
+    let mut done = Vec::new();
+    for k in 0..kills {
+        let from = events(&run_dir).len();
+        let phase = match rng.below(if k == 0 { 2 } else { 3 }) {
+            0 => Phase::Sending,
+            1 => Phase::Committing,
+            _ => Phase::Resending,
+        };
+        // A resumed run resends only what the kill left in flight; when nothing was, the
+        // kill lands on its sends instead.
+        let give_up_on_resend = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + Duration::from_secs(300);
+        let landed = loop {
+            let ev = events(&run_dir);
+            if let Some(p) = [phase, Phase::Sending].into_iter().find(|p| {
+                (*p == phase || Instant::now() > give_up_on_resend)
+                    && ev.iter().skip(from).any(|e| reached(*p, e))
+            }) {
+                break p;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "kill {k}: {phase:?} never came: {}",
+                logs(&dir)
+            );
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "kill {k}: the run ended before it (make the workload longer): {}",
+                logs(&dir)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // The moment itself is seeded: up to 400 ms after the phase showed.
+        let delay = rng.below(400);
+        std::thread::sleep(Duration::from_millis(delay));
+        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        let _ = child.wait();
+        let in_flight = std::fs::read_dir(run_dir.join("journal"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("txn-"))
+            .count();
+        done.push(format!("{landed:?}+{delay}ms ({in_flight} in the journal)"));
+        child = resume(&run_dir, &dir.join(format!("segment-{}.log", k + 1)));
+    }
+    let status = child.wait().unwrap();
+    let t = logs(&dir);
+    eprintln!(
+        "{name}: kills {done:?}; {:.0}s in all",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(status.code(), Some(0), "kills {done:?}:\n{t}");
+
+    let h = history(&run_dir);
+    let resumes = h
+        .iter()
+        .filter(|e| {
+            e["event"] == "note"
+                && e["message"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("resuming: journal cursor")
+        })
+        .count();
+    assert_eq!(resumes, kills, "{t}");
+    // Point 4: no attempt number was handed out twice.
+    let mut attempts: Vec<u64> = h
+        .iter()
+        .filter(|e| e["event"] == "txn_opened")
+        .map(|e| e["attempt"].as_u64().unwrap())
+        .collect();
+    let opened = attempts.len();
+    attempts.sort_unstable();
+    attempts.dedup();
+    assert_eq!(
+        attempts.len(),
+        opened,
+        "an attempt number was reused: kills {done:?}"
+    );
+
+    let v = verdict(&run_dir);
+    assert_eq!(v["status"], "pass", "kills {done:?}: {v}\n{t}");
+    assert_eq!(v["missing_total"], 0, "{v}");
+    assert_eq!(v["duplicate_copies"], 0, "{v}");
+    assert_eq!(v["unexpected_total"], 0, "{v}");
+    // The same from a client that shares no code with the harness.
+    let payloads = rt().block_on(independent_readback(
+        info["service_url"].as_str().unwrap(),
+        info["topic"].as_str().unwrap(),
+    ));
+    let mut got = numbers(&payloads);
+    assert_eq!(got.len(), 30000, "kills {done:?}");
+    got.sort_unstable();
+    got.dedup();
+    assert_eq!(got, (0..30000).collect::<Vec<u64>>(), "kills {done:?}");
+}
+
+#[test]
+fn a_run_killed_five_times_at_seeded_moments_resumes_to_a_pass() {
+    kill_and_resume("killed-5", 1005, 5, "");
+}
+
+#[test]
+fn a_run_killed_five_times_around_a_broker_kill_resumes_to_a_pass() {
+    // The standalone (broker, bookie and coordinator in one) is killed 6 s into the run,
+    // while the harness is being killed and resumed.
+    kill_and_resume(
+        "killed-5-broker",
+        2005,
+        5,
+        "faults:\n  - kind: broker_restart\n    mode: kill\n    down_for: 2s\n    schedule: { at: [6s] }\n",
+    );
+}
+
+/// Point 5: on a topic with deduplication on, a SEND whose sequence id is not above the last
+/// persisted one gets the receipt -1:-1, and the producer reports the send failed; then a run
+/// with `deduplication: true` ends PASS on the same cluster.
+#[test]
+fn a_send_dropped_as_a_duplicate_fails_and_a_run_with_deduplication_passes() {
+    let tc = rt().block_on(TestCluster::start(Topology::Standalone, 1, 1));
+    let c = tc.cluster.clone();
+    rt().block_on(async {
+        let admin = Admin::new(&c.admin_url);
+        let topic = format!("persistent://public/default/dedup-{}", rand_id());
+        admin.create_topic(&topic).await.unwrap();
+        admin.set_deduplication(&topic, true).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while admin
+            .deduplication_status(&topic)
+            .await
+            .ok()
+            .flatten()
+            .as_deref()
+            != Some("Enabled")
+        {
+            assert!(Instant::now() < deadline, "deduplication never enabled");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let client = Client::new(&c.service_url, Duration::from_secs(10));
+        let tcs = Coordinators::discover(client.clone()).await.unwrap();
+        let op_deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        let txn = tcs
+            .new_txn(Duration::from_secs(60), op_deadline)
+            .await
+            .unwrap();
+        tcs.add_partitions(txn, std::slice::from_ref(&topic), op_deadline)
+            .await
+            .unwrap();
+        let p = PartitionProducer::new(client.clone(), &topic, "dedup-test", true);
+        let timeout = Duration::from_secs(10);
+        let a = p.send(Some(txn), b"0".to_vec(), timeout).await.unwrap();
+        let b = p.send(Some(txn), b"1".to_vec(), timeout).await.unwrap();
+        assert_eq!(b.sequence_id, a.sequence_id + 1);
+        let again = p
+            .send_with_sequence_id(Some(txn), b"0".to_vec(), a.sequence_id, timeout)
+            .await;
+        assert!(
+            matches!(again, Err(TxnError::DuplicateDropped(_))),
+            "expected the broker to drop it: {again:?}"
+        );
+        // The producer goes on above the dropped id.
+        let d = p.send(Some(txn), b"2".to_vec(), timeout).await.unwrap();
+        assert!(d.sequence_id > b.sequence_id, "{d:?}");
+        tcs.end_txn(txn, TxnAction::Abort).await.unwrap();
+    });
+
+    let dir = tmpdir("dedup-run");
+    let scenario = write(
+        &dir,
+        "dedup.yaml",
+        &format!(
+            "name: dedup\ncluster: {{ service_url: {}, admin_url: {} }}\nworkload:\n  topic: persistent://public/default/dedup-run\n  partitions: 2\n  messages: 20000\n  txn_size: 100\n  batch_size: 10\n  concurrency: 4\n  txn_timeout: 10s\n  deduplication: true\nfaults:\n  - kind: topic_unload\n    schedule: {{ at: [2s] }}\n",
+            c.service_url, c.admin_url
+        ),
+    );
+    let o = run_scenario(&scenario, 7, &dir, &[]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    let run_dir = run_dir_of(&t);
+    assert_eq!(verdict(&run_dir)["status"], "pass", "{t}");
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
+    let topic = info["topic"].as_str().unwrap().to_string();
+    rt().block_on(async {
+        let admin = Admin::new(&c.admin_url);
+        assert_eq!(
+            admin
+                .deduplication_status(&format!("{topic}-partition-0"))
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("Enabled")
+        );
+        let mut got = numbers(&independent_readback(&c.service_url, &topic).await);
+        assert_eq!(got.len(), 20000);
+        got.sort_unstable();
+        got.dedup();
+        assert_eq!(got.len(), 20000);
+    });
+}
