@@ -3325,7 +3325,7 @@ mod tests {
         }
         t.observe(b"hello", id(99));
         let v = verdict(
-            t.finish(),
+            t.finish().unwrap(),
             Some(ok(committed_0_to_10(5)
                 .into_iter()
                 .chain([finished(6, true)])

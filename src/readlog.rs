@@ -332,6 +332,8 @@ mod tests {
                 last: "2026-11-30T07:24:43,454".into(),
             }],
             stall_cause: Some("a known bug".into()),
+            sabotage_skip: [7].into_iter().collect(),
+            sabotage_duplicate: [9].into_iter().collect(),
         };
         StoredReadback::new(n, log, findings, dup_ids, context)
     }

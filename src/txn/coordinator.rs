@@ -34,9 +34,7 @@ pub fn classify_commit(result: &Result<(), TxnError>) -> CommitAnswer {
         Err(TxnError::Protocol(m)) => CommitAnswer::Ambiguous(format!("protocol error: {m}")),
         Err(TxnError::Fatal(m)) => CommitAnswer::Fatal(m.clone()),
         // Sent, and the answer says nothing readable about the commit.
-        Err(e @ (TxnError::DuplicateDropped(_) | TxnError::Protocol(_))) => {
-            CommitAnswer::Ambiguous(e.to_string())
-        }
+        Err(e @ TxnError::DuplicateDropped(_)) => CommitAnswer::Ambiguous(e.to_string()),
         Err(TxnError::Server { code, message }) => match code {
             ServerError::InvalidTxnStatus => match state_named(message) {
                 Some("COMMITTING") | Some("COMMITTED") => {
@@ -343,7 +341,7 @@ impl Coordinators {
                     ServerError::TransactionCoordinatorNotFound | ServerError::ServiceNotReady
                 )
             }
-            TxnError::Fatal(_) | TxnError::DuplicateDropped(_) | TxnError::Protocol(_) => false,
+            TxnError::Fatal(_) | TxnError::DuplicateDropped(_) => false,
         };
         if moved {
             self.forget(tc).await;

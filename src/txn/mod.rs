@@ -35,8 +35,8 @@ pub enum TxnError {
     /// The broker answered with an error.
     #[error("{code:?}: {message}")]
     Server { code: ServerError, message: String },
-    /// The broker's answer broke the protocol (e.g. a reply without the response it must
-    /// carry): the request's effect is unknown, never taken as success.
+    /// The broker's answer broke the protocol (a reply without the response it must carry, a
+    /// receipt without a message id): the request's effect is unknown, never taken as success.
     #[error("protocol error: {0}")]
     Protocol(String),
     /// Nothing to retry: e.g. transactions are disabled on the broker.
@@ -47,10 +47,6 @@ pub enum TxnError {
     /// was written: the send failed, and a transaction must not commit on it.
     #[error("dropped as a duplicate: {0}")]
     DuplicateDropped(String),
-    /// A reply that breaks the protocol (e.g. a receipt without a message id): never read as
-    /// success.
-    #[error("protocol error: {0}")]
-    Protocol(String),
 }
 
 impl TxnError {
@@ -78,7 +74,7 @@ impl TxnError {
                     | ServerError::UnknownError
                     | ServerError::ProducerBusy
             ),
-            TxnError::Fatal(_) | TxnError::DuplicateDropped(_) | TxnError::Protocol(_) => false,
+            TxnError::Fatal(_) | TxnError::DuplicateDropped(_) => false,
         }
     }
 }
