@@ -474,11 +474,25 @@ fn the_naive_policy_under_coordinator_chaos_is_judged_and_attributed() {
     assert_faults_recorded(&run_dir, &["broker_restart", "topic_unload"]);
     assert_verdict_matches_readback(&run_dir);
     let v = verdict(&run_dir);
-    // Every duplicate comes from an ambiguous commit that applied, resent by the naive policy.
+    // Every duplicate comes from an ambiguous commit that applied, resent by the naive policy:
+    // cause "ambiguity", with the unknown answer, the resend and the fault as evidence.
     for d in v["duplicates"].as_array().unwrap() {
+        assert_eq!(d["cause"], "ambiguity", "{d}");
         let e = d["explanation"].as_str().unwrap();
-        assert!(e.contains("ambiguous commit that in fact applied"), "{d}");
-        assert!(e.contains("faults active"), "{d}");
+        assert!(e.contains("the first commit had applied"), "{d}");
+        let evidence: Vec<&str> = d["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap())
+            .collect();
+        assert!(
+            evidence
+                .iter()
+                .any(|e| e.contains("ambiguous") && e.contains("resent: naive policy")),
+            "{d}"
+        );
+        assert!(evidence.iter().any(|e| e.contains("faults active")), "{d}");
     }
     assert_eq!(v["missing_total"], 0, "{v}");
     eprintln!("naive under coordinator-chaos: {}", v["summary"]);
