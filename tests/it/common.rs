@@ -240,10 +240,29 @@ async fn read_once(service_url: &str, topic: &str) -> Result<Vec<Vec<u8>>, Strin
         .await
         .map_err(step("subscribing"))?
         .map_err(|e| format!("subscribing: {e}"))?;
-    let last = tokio::time::timeout(bound, consumer.get_last_message_id())
-        .await
-        .map_err(step("asking for the last message ids"))?
-        .map_err(|e| format!("asking for the last message ids: {e}"))?;
+    let last = match tokio::time::timeout(bound, consumer.get_last_message_id()).await {
+        Ok(r) => r.map_err(|e| format!("asking for the last message ids: {e}"))?,
+        Err(_) => {
+            // The crate's GET_LAST_MESSAGE_ID sometimes never answers after a chaos run (seen on
+            // a cluster whose brokers had just restarted). The run's topic is settled by then,
+            // so read until nothing more arrives instead of failing the test on the reader.
+            eprintln!(
+                "the last message ids did not come within {}s; reading until idle",
+                bound.as_secs()
+            );
+            let mut out = Vec::new();
+            while let Ok(next) =
+                tokio::time::timeout(Duration::from_secs(20), consumer.try_next()).await
+            {
+                match next.map_err(|e| format!("reading: {e}"))? {
+                    Some(msg) => out.push(msg.payload.data.clone()),
+                    None => break,
+                }
+            }
+            let _ = tokio::time::timeout(Duration::from_secs(10), consumer.close()).await;
+            return Ok(out);
+        }
+    };
     let mut remaining: std::collections::HashMap<i32, (u64, u64, i32)> = last
         .iter()
         .filter(|id| id.ledger_id != u64::MAX)
