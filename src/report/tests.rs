@@ -1,0 +1,594 @@
+use super::*;
+use crate::checker::{self, Context, Status, Tally};
+use crate::history::{Event, TxnId};
+use std::path::PathBuf;
+
+fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "pc-report-{tag}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+const SCENARIO: &str = "\
+name: report-test
+cluster: { topology: cluster, brokers: 2, bookies: 1 }
+workload:
+  topic: persistent://public/default/report-test
+  messages: 40
+  txn_size: 10
+faults:
+  - kind: broker_restart
+    name: restart
+    schedule: { at: [1s] }
+  - kind: packet_loss
+    name: loss
+    percent: 30
+    duration: 5s
+    schedule: { at: [6s] }
+";
+
+const KILL: &str = "docker kill pc-broker-1 <script>alert(1)</script>";
+const LOSS: &str = "tc qdisc add dev eth0 root netem loss 30% # https://example.com/netem";
+const REPRODUCE: &str =
+    "pulsar-chaos run scenarios/report-test.yaml --seed 4242 --admin-url http://127.0.0.1:18080";
+
+fn ev(t_ms: u64, body: EventBody) -> Event {
+    Event { t_ms, body }
+}
+
+fn txn(n: u64) -> TxnId {
+    TxnId { most: 1, least: n }
+}
+
+fn opened(t: u64, attempt: u64, numbers: (u64, u64), resend_of: Option<u64>) -> Event {
+    ev(
+        t,
+        EventBody::TxnOpened {
+            attempt,
+            txn: txn(attempt),
+            numbers: vec![numbers],
+            resend_of,
+        },
+    )
+}
+
+fn commit(t: u64, attempt: u64) -> Event {
+    ev(
+        t,
+        EventBody::CommitRequested {
+            attempt,
+            txn: txn(attempt),
+            try_no: 1,
+        },
+    )
+}
+
+fn outcome(t: u64, attempt: u64, outcome: Outcome) -> Event {
+    ev(
+        t,
+        EventBody::TxnOutcome {
+            attempt,
+            txn: txn(attempt),
+            outcome,
+            detail: String::new(),
+        },
+    )
+}
+
+/// Five attempts over [0, 40): #2's commit is ambiguous during the broker restart and in
+/// fact applied, #3 resends its numbers (duplicates); #4 is confirmed yet lost (missing).
+/// The packet loss starts after every attempt and never heals.
+fn history() -> Vec<Event> {
+    vec![
+        opened(10, 1, (0, 10), None),
+        commit(50, 1),
+        outcome(80, 1, Outcome::Committed),
+        opened(100, 2, (10, 20), None),
+        commit(900, 2),
+        ev(
+            1000,
+            EventBody::FaultStarted {
+                fault: "restart#1".into(),
+                kind: "broker_restart".into(),
+                target: "broker-1".into(),
+                planned_ms: Some(1000),
+                action: KILL.into(),
+                detail: String::new(),
+            },
+        ),
+        outcome(3000, 2, Outcome::Ambiguous),
+        ev(
+            3000,
+            EventBody::ResendScheduled {
+                attempt: 2,
+                numbers: vec![(10, 20)],
+                reason: "naive".into(),
+            },
+        ),
+        opened(3100, 3, (10, 20), Some(2)),
+        ev(
+            3500,
+            EventBody::FaultHealed {
+                fault: "restart#1".into(),
+                action: "docker start pc-broker-1".into(),
+                ok: true,
+                detail: String::new(),
+            },
+        ),
+        commit(4000, 3),
+        outcome(4100, 3, Outcome::Committed),
+        opened(4200, 4, (20, 30), None),
+        commit(4300, 4),
+        outcome(4350, 4, Outcome::Committed),
+        opened(4400, 5, (30, 40), None),
+        commit(4450, 5),
+        outcome(4500, 5, Outcome::Committed),
+        ev(
+            6000,
+            EventBody::FaultStarted {
+                fault: "loss#1".into(),
+                kind: "packet_loss".into(),
+                target: "broker-2".into(),
+                planned_ms: Some(6000),
+                action: LOSS.into(),
+                detail: String::new(),
+            },
+        ),
+        ev(
+            6100,
+            EventBody::FaultSkipped {
+                fault: "pause#1".into(),
+                reason: "the producer finished before the fault was due".into(),
+            },
+        ),
+        ev(
+            6200,
+            EventBody::FaultFailed {
+                fault: "zk#1".into(),
+                error: "no such container: pc-zookeeper".into(),
+            },
+        ),
+        ev(
+            6500,
+            EventBody::ProducerFinished {
+                committed: 4,
+                aborted: 0,
+                ambiguous: 1,
+                messages_committed: 40,
+                complete: true,
+                detail: String::new(),
+            },
+        ),
+        ev(
+            7000,
+            EventBody::TxnResolved {
+                attempt: 2,
+                txn: txn(2),
+                resolved: Outcome::Committed,
+                how: "read-back".into(),
+            },
+        ),
+    ]
+}
+
+struct Fixture {
+    dir: RunDir,
+    info: RunInfo,
+    plan: Plan,
+    verdict: Verdict,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir.path);
+    }
+}
+
+/// A run directory as `run` leaves it, without the report.
+fn fixture(tag: &str) -> Fixture {
+    let dir = RunDir { path: tempdir(tag) };
+    let scenario = crate::scenario::parse("report-test.yaml", SCENARIO).unwrap();
+    let plan = crate::plan::make(&scenario, 4242);
+    let info = RunInfo {
+        run_id: "r1a2b3".into(),
+        scenario: "report-test".into(),
+        seed: 4242,
+        topic: "persistent://public/default/report-test".into(),
+        partitions: 1,
+        messages: 40,
+        topology: "cluster".into(),
+        service_url: "pulsar://127.0.0.1:16650".into(),
+        admin_url: "http://127.0.0.1:18080".into(),
+        image: Some("apachepulsar/pulsar:4.0.7".into()),
+        started_ms: 1_796_000_000_000,
+        reproduce: REPRODUCE.into(),
+        kept_cluster: false,
+    };
+    let mut text = String::new();
+    for e in history() {
+        text.push_str(&serde_json::to_string(&e).unwrap());
+        text.push('\n');
+    }
+    dir.write("history.jsonl", &text).unwrap();
+    let mut tally = Tally::new(40);
+    for v in (0..20).chain(10..20).chain(30..40) {
+        tally.observe_value(v);
+    }
+    let ctx = Context {
+        seed: Some(4242),
+        ..Context::default()
+    };
+    let verdict = checker::verdict(
+        tally.finish().unwrap(),
+        Some(history().into_iter().map(Ok::<_, String>)),
+        &ctx,
+    );
+    dir.write_json("run.json", &info).unwrap();
+    dir.write("plan.json", &plan.to_json()).unwrap();
+    dir.write_json("verdict.json", &verdict).unwrap();
+    Fixture {
+        dir,
+        info,
+        plan,
+        verdict,
+    }
+}
+
+fn render(tag: &str) -> (Fixture, String) {
+    let f = fixture(tag);
+    write_html(&f.dir, &f.info, &f.plan, &f.verdict).unwrap();
+    let html = std::fs::read_to_string(f.dir.file("report.html")).unwrap();
+    (f, html)
+}
+
+/// The value of attribute `name` in the tag that starts at `tag`.
+fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let end = tag.find('>').unwrap_or(tag.len());
+    let tag = &tag[..end];
+    let key = format!(" {name}=\"");
+    let i = tag.find(&key)? + key.len();
+    let j = tag[i..].find('"')? + i;
+    Some(&tag[i..j])
+}
+
+fn bands(html: &str) -> Vec<&str> {
+    html.match_indices("<rect class=\"fault-band\"")
+        .map(|(i, _)| &html[i..])
+        .collect()
+}
+
+#[test]
+fn the_fixture_is_a_violation_with_both_anomalies() {
+    let f = fixture("fixture");
+    assert_eq!(f.verdict.status, Status::Violation);
+    assert_eq!(f.verdict.missing_total, 10);
+    assert_eq!(f.verdict.duplicate_values, 10);
+    let attempts: Vec<u64> = f.verdict.attempts.iter().map(|a| a.attempt).collect();
+    assert_eq!(attempts, vec![2, 3, 4]);
+    assert!(f.verdict.attempts[0]
+        .faults
+        .contains(&"restart#1".to_string()));
+}
+
+#[test]
+fn one_band_per_fault_named_and_labelled() {
+    let (_, html) = render("bands");
+    let bands = bands(&html);
+    assert_eq!(bands.len(), 2, "{html}");
+    assert_eq!(html.matches("class=\"fault-band\"").count(), 2);
+    let names: Vec<&str> = bands
+        .iter()
+        .map(|b| attr(b, "data-fault").unwrap())
+        .collect();
+    assert_eq!(names, vec!["restart#1", "loss#1"]);
+    let labels: Vec<&str> = html
+        .match_indices("<g class=\"fault-label\">")
+        .map(|(i, _)| {
+            let g = &html[i..];
+            &g[..g.find("</g>").unwrap()]
+        })
+        .collect();
+    assert_eq!(labels.len(), 2);
+    for (label, n) in labels.iter().zip(names) {
+        assert!(label.ends_with(&format!(">{n}</text>")), "{label}");
+    }
+}
+
+#[test]
+fn a_fault_that_never_healed_extends_to_the_end() {
+    let (_, html) = render("unhealed");
+    let bands = bands(&html);
+    let right = |b: &str| -> f64 {
+        attr(b, "x").unwrap().parse::<f64>().unwrap()
+            + attr(b, "width").unwrap().parse::<f64>().unwrap()
+    };
+    // The plot spans x in [72, 1180]; the run ends at 7 s with the loss still on.
+    assert!((right(bands[1]) - 1180.0).abs() < 0.5, "{}", bands[1]);
+    // The restart healed at 3.5 s of 7 s: its band ends in the middle.
+    let mid = 72.0 + 1108.0 * 3500.0 / 7000.0;
+    assert!((right(bands[0]) - mid).abs() < 0.5, "{}", bands[0]);
+}
+
+#[test]
+fn verdict_seed_and_reproduce_command_are_shown() {
+    let (f, html) = render("facts");
+    assert!(
+        html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"),
+        "{html}"
+    );
+    assert!(html.contains("<meta charset=\"utf-8\">"));
+    assert!(html.contains("<title>report-test r1a2b3 - VIOLATION</title>"));
+    assert!(
+        html.contains("<section class=\"verdict violation\"><div class=\"status\">VIOLATION</div>")
+    );
+    assert!(html.contains(&esc(&f.verdict.summary)));
+    assert!(html.contains("<dt>seed</dt><dd>4242</dd>"));
+    assert!(html.contains(&format!(
+        "<pre class=\"cmd\"><code>{}</code></pre>",
+        esc(REPRODUCE)
+    )));
+    assert!(html.contains("2026-11-30 00:53:20 UTC"));
+    assert!(html.trim_end().ends_with("</html>"));
+}
+
+#[test]
+fn injected_markup_is_escaped() {
+    let (_, html) = render("escape");
+    assert!(!html.to_lowercase().contains("<script"), "{html}");
+    assert!(html.contains("docker kill pc-broker-1 &lt;script&gt;alert(1)&lt;/script&gt;"));
+}
+
+#[test]
+fn nothing_is_fetched_from_outside_the_file() {
+    let (f, html) = render("offline");
+    let lower = html.to_lowercase();
+    assert!(!lower.contains("src="), "src= in the report");
+    assert!(!lower.contains("url("), "a CSS url() in the report");
+    assert!(!lower.contains("@import"));
+    for (i, _) in lower.match_indices("href=\"") {
+        let target = &lower[i + 6..];
+        assert!(
+            target.starts_with('#'),
+            "a link out: {}",
+            &target[..40.min(target.len())]
+        );
+    }
+    // The only http(s) text is in the reproduce command, the actions and the endpoints.
+    let mut rest = html.clone();
+    for text in [REPRODUCE, KILL, LOSS, &f.info.admin_url] {
+        rest = rest.replace(&esc(text), "");
+    }
+    assert!(!rest.contains("http://"), "{rest}");
+    assert!(!rest.contains("https://"), "{rest}");
+}
+
+#[test]
+fn anomalies_are_marked_where_their_transactions_ran() {
+    let (_, html) = render("marks");
+    assert!(html.contains("<g class=\"anomaly missing\" data-attempt=\"4\"><title>attempt #4 txn (1,4): missing numbers [20, 30); outcome committed"));
+    assert!(html.contains("<g class=\"anomaly duplicated\" data-attempt=\"2\"><title>attempt #2 txn (1,2): duplicated numbers [10, 20); outcome ambiguous, resolved committed"));
+    assert!(html.contains("opened at 0.100 s, outcome at 3.000 s, resolved at 7.000 s"));
+    assert!(html.contains("faults active: restart#1"));
+    // The tables.
+    assert!(
+        html.contains("<span class=\"pill missing\">missing</span></td><td><code>[20, 30)</code>")
+    );
+    assert!(html.contains(
+            "<span class=\"pill duplicated\">duplicated</span></td><td class=\"wrap\"><code>[10, 20)</code>"
+        ));
+    assert!(html.contains("<tr id=\"attempt-3\">"));
+    assert!(html.contains("<a href=\"#attempt-4\">#4</a>"));
+}
+
+#[test]
+fn faults_table_has_timing_recovery_and_skips() {
+    let (_, html) = render("faults");
+    assert!(html.contains("2 planned, 2 fired, 1 skipped, 1 failed to inject."));
+    // restart#1: started 1 s, healed 3.5 s; the first commit after the heal is at 4.1 s.
+    assert!(html.contains("<td class=\"num\">1.000 s</td><td class=\"num\">1.000 s</td><td class=\"num\">2.5 s</td><td class=\"num\">600 ms</td><td class=\"num\">4.0 s</td><td class=\"wrap\"><span class=\"pill ok\">ok</span>"), "{html}");
+    assert!(html.contains("never healed"));
+    assert!(html.contains("<td>pause#1</td><td><span class=\"pill aborted\">skipped</span></td><td class=\"num\">6.100 s</td><td>the producer finished before the fault was due</td>"));
+    assert!(html.contains("no such container: pc-zookeeper"));
+}
+
+#[test]
+fn counts_come_from_the_verdict_and_the_history() {
+    let (_, html) = render("counts");
+    for (n, label) in [
+        ("5", "transaction attempts"),
+        ("4", "committed"),
+        ("1", "ambiguous"),
+        ("40", "expected numbers"),
+        ("40", "messages received"),
+        ("30", "distinct numbers"),
+        ("10", "missing"),
+        ("40", "messages confirmed committed"),
+    ] {
+        let card = format!("<div class=\"n\">{n}</div><div class=\"l\">{label}</div>");
+        assert!(html.contains(&card), "{card}");
+    }
+}
+
+#[test]
+fn a_missing_history_is_noted_not_fatal() {
+    let f = fixture("nohistory");
+    std::fs::remove_file(f.dir.file("history.jsonl")).unwrap();
+    write_html(&f.dir, &f.info, &f.plan, &f.verdict).unwrap();
+    let html = std::fs::read_to_string(f.dir.file("report.html")).unwrap();
+    assert!(html.contains("The history could not be read"), "{html}");
+    assert_eq!(bands(&html).len(), 0);
+    assert!(html.contains("VIOLATION"));
+}
+
+#[test]
+fn dropped_replies_are_listed_with_their_fault() {
+    let mut s = Scan::default();
+    s.add(
+        100,
+        EventBody::FaultStarted {
+            fault: "reply_loss-0#1".into(),
+            kind: "reply_loss".into(),
+            target: "the producer's connections (reply_loss proxy)".into(),
+            planned_ms: Some(100),
+            action: "arm".into(),
+            detail: String::new(),
+        },
+    );
+    for i in 0..(MAX_DROPS_SHOWN as u64 + 2) {
+        s.add(
+            200 + i,
+            EventBody::ReplyDropped {
+                fault: "reply_loss-0#1".into(),
+                command: "END_TXN_RESPONSE".into(),
+                request_id: 7 + i,
+                txn: Some(txn(3)),
+            },
+        );
+    }
+    // A drop of a fault the table does not know is left out, not a panic.
+    s.add(
+        300,
+        EventBody::ReplyDropped {
+            fault: "other".into(),
+            command: "SEND_RECEIPT".into(),
+            request_id: 1,
+            txn: None,
+        },
+    );
+    let f = &s.faults[0];
+    assert_eq!(f.drops_n, MAX_DROPS_SHOWN as u64 + 2);
+    assert_eq!(f.drops.len(), MAX_DROPS_SHOWN);
+    assert!(
+        f.drops[0].contains("dropped END_TXN_RESPONSE (request 7, txn "),
+        "{:?}",
+        f.drops
+    );
+}
+
+#[test]
+fn a_long_run_folds_into_at_most_200_buckets() {
+    let mut s = Scan::default();
+    let hours = 10 * 3_600_000;
+    let mut committed = 0;
+    let mut attempt = 0;
+    let mut t = 0;
+    while t < hours {
+        attempt += 1;
+        s.add(
+            t,
+            EventBody::TxnOpened {
+                attempt,
+                txn: txn(attempt),
+                numbers: vec![(0, 7)],
+                resend_of: None,
+            },
+        );
+        s.add(t + 1, commit(t + 1, attempt).body);
+        s.add(t + 21, outcome(t + 21, attempt, Outcome::Committed).body);
+        committed += 7;
+        t += 9_973;
+    }
+    let tl = &s.timeline;
+    assert!(tl.width_ms * BUCKETS as u64 > s.end_ms);
+    assert!(tl.width_ms * (BUCKETS as u64 / 2) <= s.end_ms);
+    let total: u64 = tl.buckets.iter().map(|b| b.committed).sum();
+    assert_eq!(total, committed);
+    assert_eq!(s.messages_committed, committed);
+    assert!(s.open.is_empty());
+    let n: u64 = tl.buckets.iter().map(|b| b.lat_n).sum();
+    assert_eq!(n, attempt);
+    assert_eq!(tl.hist.iter().sum::<u64>(), attempt);
+    assert_eq!(tl.total_quantile(0.99), Some(20));
+    for i in 0..BUCKETS {
+        if tl.buckets[i].lat_n > 0 {
+            assert_eq!(tl.bucket_quantile(i, 0.99), Some(20));
+        }
+    }
+}
+
+#[test]
+fn latency_bins_bound_their_values() {
+    let mut prev_upper = None;
+    for i in 0..LAT_BINS {
+        let upper = lat_bin_upper(i);
+        assert_eq!(lat_bin(upper), i, "bin {i}");
+        if let Some(p) = prev_upper {
+            assert_eq!(lat_bin(p + 1), i, "bin {i}");
+            // At most 25% wider than its lower bound.
+            assert!((upper - p) * 4 <= p + 1 + 4, "bin {i}: {p}..{upper}");
+        }
+        prev_upper = Some(upper);
+    }
+    let mut hist = vec![0u64; LAT_BINS];
+    for ms in 1..=100u64 {
+        hist[lat_bin(ms)] += 1;
+    }
+    let p99 = quantile(&hist, 100, 0.99, 100).unwrap();
+    assert!((99..=111).contains(&p99), "{p99}");
+    assert_eq!(quantile(&hist, 100, 1.0, 100), Some(100));
+    assert_eq!(quantile(&hist, 0, 0.99, 0), None);
+}
+
+#[test]
+fn index_lists_iterations_with_relative_links() {
+    let dir = tempdir("index");
+    let rows = vec![
+        IndexRow {
+            iteration: 1,
+            seed: 11,
+            status: "pass".into(),
+            summary: "PASS: all 100 numbers".into(),
+            seconds: 12.5,
+            run_dir: None,
+            reproduce: "pulsar-chaos run s.yaml --seed 11".into(),
+        },
+        IndexRow {
+            iteration: 2,
+            seed: 12,
+            status: "violation".into(),
+            summary: "VIOLATION: 3 <missing>".into(),
+            seconds: 14.0,
+            run_dir: Some("s-20260101-000000-ab12/report.html".into()),
+            reproduce: "pulsar-chaos run s.yaml --seed 12".into(),
+        },
+        IndexRow {
+            iteration: 3,
+            seed: 13,
+            status: "inconclusive".into(),
+            summary: "INCONCLUSIVE".into(),
+            seconds: 1.0,
+            run_dir: Some("https://example.com/x".into()),
+            reproduce: "pulsar-chaos run s.yaml --seed 13".into(),
+        },
+    ];
+    write_index(&dir, "soak of s", &rows).unwrap();
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("<title>soak of s</title>"));
+    assert!(
+        html.contains("3 iteration(s): 1 passed, 1 violation(s), 1 inconclusive; 27.5 s in all."),
+        "{html}"
+    );
+    assert!(html.contains("<h1 class=\"title\">soak of s</h1>"));
+    assert!(
+        html.contains("<section class=\"verdict violation\"><div class=\"status\">VIOLATION</div>")
+    );
+    assert!(html.contains("Not passed: <a href=\"#iteration-2\">#2</a> (seed 12), <a href=\"#iteration-3\">#3</a> (seed 13)</p>"));
+    assert!(html.contains("<a href=\"s-20260101-000000-ab12/report.html\">report</a>"));
+    assert!(html.contains("<span class=\"note\">pruned</span>"));
+    assert!(html.contains("VIOLATION: 3 &lt;missing&gt;"));
+    assert!(
+        !html.contains("href=\"https:"),
+        "absolute links are shown, not linked"
+    );
+    assert_eq!(html.matches("<tr id=\"iteration-").count(), 3);
+    assert_eq!(html.matches("href=\"#iteration-").count(), 3 + 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
