@@ -58,6 +58,11 @@ pub enum Command {
     },
     /// Run a scenario again and again with fresh seeds until the time is up.
     Soak(SoakArgs),
+    /// Run one scenario with the same seeds on several Pulsar versions, K times each, and
+    /// compare: pass / violation / inconclusive / stalled counts, ambiguous commits,
+    /// duplicates, recovery time per fault kind, throughput, and the scenario's `expect:`.
+    /// Writes matrix.txt, matrix.json and matrix.html; exits with the worst verdict.
+    Matrix(MatrixArgs),
     /// Write report.html of a run directory again from its history.
     Report { run_dir: PathBuf },
     /// Derive a run's verdict again, offline, from its stored read-back (readback.json) and
@@ -196,6 +201,28 @@ pub struct SoakArgs {
     /// Stop after this many iterations even if time is left.
     #[arg(long)]
     pub max_iterations: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct MatrixArgs {
+    /// The scenario file (YAML).
+    pub scenario: PathBuf,
+    /// The Pulsar versions, comma-separated (each the official image, else the local one:
+    /// `image build --pulsar-version V`).
+    #[arg(long, default_value = "4.0.7,4.2.4")]
+    pub versions: String,
+    /// Runs per version.
+    #[arg(long, default_value_t = 5)]
+    pub times: u32,
+    /// One seed for every run (default: the scenario's). Without either, each run index gets
+    /// a seed derived from a drawn master seed, the same on every version.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Parent directory of the matrix directory.
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
 }
 
 #[derive(Debug, Subcommand)]

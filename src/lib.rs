@@ -11,6 +11,7 @@ pub mod exit;
 pub mod history;
 pub mod journal;
 pub mod lifecycle;
+pub mod matrix;
 pub mod nemesis;
 pub mod plan;
 pub mod policy;

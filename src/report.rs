@@ -2007,5 +2007,7 @@ pub fn write_junit(path: &std::path::Path, suite: &str, cases: &[Case]) -> Resul
     std::fs::write(path, x).map_err(crate::error::Error::io(format!("write {}", path.display())))
 }
 
+pub mod matrix;
+
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,7 @@
 //! completed command (verdict-bearing commands return 0, 1 or 4) or a typed error.
 
 pub mod cluster;
+pub mod matrix;
 pub mod recheck;
 pub mod replay;
 pub mod report;
@@ -39,5 +40,6 @@ pub async fn dispatch(cmd: Command) -> Result<i32> {
             pulsar_version,
         } => replay::replay(&run_dir, times, out, progress.into(), pulsar_version).await,
         Command::Soak(args) => soak::soak(args).await,
+        Command::Matrix(args) => matrix::matrix(args).await,
     }
 }

@@ -21,6 +21,11 @@ pub struct ScenarioFile {
     pub faults: Vec<FaultFile>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sabotage: Option<SabotageFile>,
+    /// Pulsar version -> the outcomes this scenario is expected to end with on it (the
+    /// known-bug and findings scenarios say what a version that has the bug and one that fixed
+    /// it should give; `matrix` compares).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub expect: std::collections::BTreeMap<String, Vec<super::Expected>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]

@@ -6,6 +6,8 @@ mod file;
 pub mod locate;
 
 use std::fmt;
+
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
 
@@ -45,6 +47,8 @@ pub struct Scenario {
     pub workload: Workload,
     pub faults: Vec<FaultSpec>,
     pub sabotage: Sabotage,
+    /// Pulsar version -> the outcomes expected on it (empty: no expectation).
+    pub expect: std::collections::BTreeMap<String, Vec<Expected>>,
     /// The scenario as resolved (defaults filled in), in the file's own shape: written to the
     /// run directory as `scenario.yaml`.
     pub resolved: ScenarioFile,
@@ -64,6 +68,28 @@ impl Scenario {
         }
         self.resolved.cluster = resolve_cluster_file(&self.cluster);
         Ok(())
+    }
+}
+
+/// How a run can end, as a scenario's `expect:` names it: a verdict, or `stalled` (an
+/// inconclusive run whose producer stopped making progress with no fault active).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expected {
+    Pass,
+    Violation,
+    Inconclusive,
+    Stalled,
+}
+
+impl std::fmt::Display for Expected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Expected::Pass => "pass",
+            Expected::Violation => "violation",
+            Expected::Inconclusive => "inconclusive",
+            Expected::Stalled => "stalled",
+        })
     }
 }
 
@@ -584,6 +610,17 @@ pub fn validate(raw: ScenarioFile) -> Result<Scenario, Invalid> {
             }
         }
     };
+    for (version, outcomes) in &raw.expect {
+        if let Err(m) = crate::versions::validate(version) {
+            return Err((vec![key("expect"), key(version)], m));
+        }
+        if outcomes.is_empty() {
+            return Err((
+                vec![key("expect"), key(version)],
+                "name at least one outcome: pass, violation, inconclusive or stalled".into(),
+            ));
+        }
+    }
     let mut resolved = raw.clone();
     resolved.cluster = resolve_cluster_file(&cluster);
     resolved.workload = resolve_workload_file(&workload);
@@ -595,6 +632,7 @@ pub fn validate(raw: ScenarioFile) -> Result<Scenario, Invalid> {
         workload,
         faults,
         sabotage,
+        expect: raw.expect.clone(),
         resolved,
     })
 }

@@ -378,3 +378,27 @@ fn deduplication_is_off_unless_asked_and_survives_the_resolved_yaml() {
     let (_, _, msg) = error_of(&text);
     assert!(msg.contains("unknown field `dedup`"), "{msg}");
 }
+
+#[test]
+fn expectations_per_version_parse_and_bad_ones_are_located() {
+    let s = parse(
+        "s.yaml",
+        &format!("{SMOKE}expect:\n  \"4.0.7\": [stalled, inconclusive]\n  \"4.2.4\": [pass]\n"),
+    )
+    .unwrap();
+    assert_eq!(
+        s.expect.get("4.0.7").unwrap(),
+        &vec![Expected::Stalled, Expected::Inconclusive]
+    );
+    assert_eq!(s.expect.get("4.2.4").unwrap(), &vec![Expected::Pass]);
+    // It survives the resolved copy a run directory keeps.
+    let again = parse("s.yaml", &serde_yaml_ng::to_string(&s.resolved).unwrap()).unwrap();
+    assert_eq!(again.expect, s.expect);
+    let (line, _, m) = error_of(&format!("{SMOKE}expect:\n  \"4.2\": [pass]\n"));
+    assert_eq!(line, 14, "{m}");
+    assert!(m.contains("not a Pulsar version"), "{m}");
+    let (_, _, m) = error_of(&format!("{SMOKE}expect:\n  \"4.2.4\": [green]\n"));
+    assert!(m.contains("unknown variant"), "{m}");
+    let (_, _, m) = error_of(&format!("{SMOKE}expect:\n  \"4.2.4\": []\n"));
+    assert!(m.contains("at least one outcome"), "{m}");
+}

@@ -54,3 +54,80 @@ fn a_malformed_version_is_refused_before_anything_starts() {
         text(&o)
     );
 }
+
+/// Issue 11 point 5: the harness tells a version that has a known bug from one that fixed it.
+/// The #24945 scenario (one bookie restart during the first transactional writes) on 4.0.7
+/// ends stalled, with the stall watch naming the bug, in at least half of the runs; on 4.2.4
+/// (which has the fix) every run passes. Two runs per version keep the cost to ~10 minutes;
+/// the K >= 5 figures come from the documented `matrix` command (docs/findings/known-bugs.md).
+#[test]
+fn the_matrix_tells_a_version_with_bug_24945_from_one_that_fixed_it() {
+    let o = run(&["image", "build", "--pulsar-version", "4.2.4"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let dir = tmpdir("matrix-24945");
+    let scenario = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/known-bugs/24945-bookie-restart-stall.yaml");
+    let k = 2u64;
+    let o = run(&[
+        "matrix",
+        scenario.to_str().unwrap(),
+        "--versions",
+        "4.0.7,4.2.4",
+        "--times",
+        &k.to_string(),
+        "--out",
+        dir.to_str().unwrap(),
+        "--progress",
+        "none",
+    ]);
+    let t = text(&o);
+    let mdir = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("matrix.json").exists())
+        .unwrap_or_else(|| panic!("no matrix directory: {t}"));
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(mdir.join("matrix.json")).unwrap()).unwrap();
+    let rows = m["rows"].as_array().unwrap();
+    let row = |v: &str| rows.iter().find(|r| r["version"] == v).unwrap_or_else(|| panic!("{m}"));
+    let (old, new) = (row("4.0.7"), row("4.2.4"));
+    assert_eq!(old["runs"], k, "{m}");
+    assert_eq!(new["runs"], k, "{m}");
+    // On the version with the bug: stalled, and the stall names it.
+    assert!(
+        old["stalled"].as_u64().unwrap() * 2 >= k,
+        "4.0.7 stalled in fewer than half of the runs: {t}"
+    );
+    let causes = old["likely_causes"].to_string();
+    assert!(causes.contains("24945"), "the stall does not name #24945: {causes}");
+    // On the version with the fix: every run passes, as the scenario expects.
+    assert_eq!(new["pass"], k, "4.2.4 did not pass every run: {t}");
+    assert_eq!(new["as_expected"], k, "{m}");
+    // The exit code is the worst verdict (a stall is inconclusive), and every output exists,
+    // the page linking each run's report.
+    assert_eq!(o.status.code(), Some(4), "{t}");
+    assert!(t.contains("stalled:"), "{t}");
+    let page = std::fs::read_to_string(mdir.join("matrix.html")).unwrap();
+    for r in m["runs"].as_array().unwrap() {
+        let d = r["run_dir"].as_str().unwrap_or_else(|| panic!("a run without a directory: {r}"));
+        assert!(mdir.join(d).join("report.html").exists(), "{d}");
+        assert!(page.contains(&format!("{d}/report.html")), "{d}");
+        assert!(
+            r["reproduce"].as_str().unwrap().contains("--pulsar-version"),
+            "{r}"
+        );
+    }
+    assert!(std::fs::read_to_string(mdir.join("matrix.txt")).unwrap().contains("4.2.4"));
+}
+
+#[test]
+fn the_matrix_refuses_bad_versions_before_anything_starts() {
+    let scenario = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/known-bugs/24945-bookie-restart-stall.yaml");
+    let o = run(&["matrix", scenario.to_str().unwrap(), "--versions", "4.0.7,latest"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("major.minor.patch"), "{}", text(&o));
+    let o = run(&["matrix", scenario.to_str().unwrap(), "--times", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}

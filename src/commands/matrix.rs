@@ -1,0 +1,187 @@
+//! `matrix`: one scenario, the same seeds, on several Pulsar versions, K runs each, one
+//! cluster at a time (a fresh one per run, so a version's broken state never leaks into the
+//! next run). The runs alternate between versions (run 1 on every version, then run 2, ...)
+//! so that a noisy stretch of the machine falls on all of them alike. Writes matrix.json,
+//! matrix.txt and matrix.html (linking every run's report) after each run.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::cli::MatrixArgs;
+use crate::error::{Error, Result};
+use crate::matrix::{self, Matrix, RunRecord};
+use crate::runner::{self, Request};
+use crate::scenario::{self, ClusterSpec};
+
+/// The versions of `--versions`: a comma-separated list, each checked, none twice.
+pub fn parse_versions(list: &str) -> std::result::Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    for v in list.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+        crate::versions::validate(v)?;
+        if !out.iter().any(|o| o == v) {
+            out.push(v.to_string());
+        }
+    }
+    if out.is_empty() {
+        return Err("--versions names no version (e.g. --versions 4.0.7,4.2.4)".into());
+    }
+    Ok(out)
+}
+
+/// The command that reproduces one run of the matrix.
+pub fn reproduce_command(scenario_file: &Path, seed: u64, version: &str) -> String {
+    format!(
+        "{} --pulsar-version {version}",
+        runner::reproduce_command(scenario_file, seed)
+    )
+}
+
+fn write_outputs(dir: &Path, m: &Matrix) -> Result<()> {
+    let json = serde_json::to_string_pretty(m).expect("matrices serialize");
+    std::fs::write(dir.join("matrix.json"), json + "\n")
+        .map_err(Error::io("write matrix.json"))?;
+    std::fs::write(dir.join("matrix.txt"), m.table()).map_err(Error::io("write matrix.txt"))?;
+    std::fs::write(dir.join("matrix.html"), crate::report::matrix::page(m))
+        .map_err(Error::io("write matrix.html"))?;
+    Ok(())
+}
+
+pub async fn matrix(args: MatrixArgs) -> Result<i32> {
+    if args.times == 0 {
+        return Err(Error::Usage("--times must be at least 1".into()));
+    }
+    let versions = parse_versions(&args.versions).map_err(Error::Usage)?;
+    let s = scenario::load(&args.scenario)?;
+    if matches!(s.cluster, ClusterSpec::External { .. }) {
+        return Err(Error::Usage(format!(
+            "{}: matrix starts a cluster of each version itself; this scenario names an external cluster",
+            args.scenario.display()
+        )));
+    }
+    let fixed = args.seed.or(s.seed);
+    let master = fixed.unwrap_or_else(crate::seed::fresh_seed);
+    let seeds = matrix::seeds(fixed, master, args.times);
+    let id = crate::commands::cluster::new_run_id();
+    let dir = args.out.join(format!("matrix-{}-{id}", s.name));
+    std::fs::create_dir_all(&dir).map_err(Error::io(format!("create {}", dir.display())))?;
+    eprintln!(
+        "matrix of {} on {}: {} run(s) each, seeds {}; directory {}",
+        s.name,
+        versions.join(", "),
+        args.times,
+        if fixed.is_some() {
+            format!("{master} (every run)")
+        } else {
+            format!("derived from master seed {master}")
+        },
+        dir.display()
+    );
+    let started = Instant::now();
+    let mut m = Matrix {
+        scenario: s.name.clone(),
+        scenario_file: args.scenario.display().to_string(),
+        versions: versions.clone(),
+        times: args.times,
+        seeds: seeds.clone(),
+        started_ms: crate::rundir::now_ms(),
+        elapsed_s: 0.0,
+        interrupted: false,
+        rows: Vec::new(),
+        runs: Vec::new(),
+    };
+    'runs: for (i, &seed) in seeds.iter().enumerate() {
+        let index = i as u32 + 1;
+        for version in &versions {
+            if crate::lifecycle::is_stopping() {
+                m.interrupted = true;
+                break 'runs;
+            }
+            let mut sv = s.clone();
+            sv.set_pulsar_version(version).map_err(Error::Usage)?;
+            let expected = s.expect.get(version).map(|e| e.as_slice());
+            let reproduce = reproduce_command(&args.scenario, seed, version);
+            eprintln!(
+                "matrix: {version} run {index}/{}, seed {seed}",
+                args.times
+            );
+            let out: PathBuf = dir.join(version);
+            let req = Request {
+                scenario: sv,
+                scenario_path: Some(args.scenario.clone()),
+                seed,
+                out,
+                keep_cluster: false,
+                image: None,
+                progress: args.progress.into(),
+                json: false,
+                reuse: None,
+            };
+            let t = Instant::now();
+            let record = match runner::run(req).await {
+                Ok(o) => {
+                    let elapsed = o.producer.elapsed.as_secs_f64();
+                    let throughput = (elapsed > 0.0)
+                        .then(|| o.producer.stats.messages_committed as f64 / elapsed);
+                    let rel = o
+                        .run_dir
+                        .strip_prefix(&dir)
+                        .map(|p| p.display().to_string())
+                        .ok();
+                    RunRecord::from_verdict(
+                        version,
+                        index,
+                        seed,
+                        &o.verdict,
+                        o.elapsed.as_secs_f64(),
+                        throughput,
+                        rel,
+                        reproduce,
+                        expected,
+                    )
+                }
+                Err(Error::Interrupted) => {
+                    m.interrupted = true;
+                    break 'runs;
+                }
+                Err(e) => RunRecord::error(
+                    version,
+                    index,
+                    seed,
+                    e.to_string(),
+                    t.elapsed().as_secs_f64(),
+                    reproduce,
+                    expected,
+                ),
+            };
+            eprintln!(
+                "matrix: {version} run {index}: {}{}: {}",
+                record.outcome,
+                match record.as_expected {
+                    Some(true) => " (as expected)",
+                    Some(false) => " (not as expected)",
+                    None => "",
+                },
+                record.summary.chars().take(200).collect::<String>()
+            );
+            m.runs.push(record);
+            m.elapsed_s = started.elapsed().as_secs_f64();
+            m.summarize(&s.expect);
+            write_outputs(&dir, &m)?;
+        }
+    }
+    m.elapsed_s = started.elapsed().as_secs_f64();
+    if crate::lifecycle::is_stopping() {
+        m.interrupted = true;
+    }
+    m.summarize(&s.expect);
+    write_outputs(&dir, &m)?;
+    println!("{}", m.table());
+    println!(
+        "matrix directory: {} (matrix.html, matrix.json)",
+        dir.display()
+    );
+    if m.interrupted {
+        return Err(Error::Interrupted);
+    }
+    Ok(m.exit_code())
+}

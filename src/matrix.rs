@@ -1,0 +1,462 @@
+//! The version matrix: one scenario with the same seeds on several Pulsar versions, K runs
+//! each, summed per version and compared with what the scenario expects (`expect:`). Pure:
+//! the runs come in as records, the table and `matrix.json` go out; `commands::matrix` runs
+//! the clusters and `report::matrix` draws `matrix.html`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::checker::{Status, Verdict};
+use crate::exit;
+use crate::scenario::Expected;
+
+/// How one run ended, as the matrix counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Pass,
+    Violation,
+    Inconclusive,
+    /// Inconclusive because the producer stopped making progress with no fault active.
+    Stalled,
+    /// The run could not be carried out (cluster never ready, image missing, ...).
+    Error,
+}
+
+impl Outcome {
+    pub fn of(v: &Verdict) -> Outcome {
+        match v.status {
+            Status::Pass => Outcome::Pass,
+            Status::Violation => Outcome::Violation,
+            Status::Inconclusive if v.stall.is_some() => Outcome::Stalled,
+            Status::Inconclusive => Outcome::Inconclusive,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Violation => "violation",
+            Outcome::Inconclusive => "inconclusive",
+            Outcome::Stalled => "stalled",
+            Outcome::Error => "error",
+        }
+    }
+
+    /// Whether a scenario's expectation allows this outcome. An error never meets one.
+    pub fn meets(self, expected: &[Expected]) -> bool {
+        expected.iter().any(|e| {
+            matches!(
+                (e, self),
+                (Expected::Pass, Outcome::Pass)
+                    | (Expected::Violation, Outcome::Violation)
+                    | (Expected::Inconclusive, Outcome::Inconclusive)
+                    | (Expected::Stalled, Outcome::Stalled)
+            )
+        })
+    }
+
+    /// How bad, for the exit code: violation > error/inconclusive/stalled > pass.
+    fn exit_code(self) -> i32 {
+        match self {
+            Outcome::Pass => exit::PASS,
+            Outcome::Violation => exit::VIOLATION,
+            Outcome::Inconclusive | Outcome::Stalled => exit::INCONCLUSIVE,
+            Outcome::Error => exit::INFRASTRUCTURE,
+        }
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One run of the matrix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub version: String,
+    /// 1..=K within its version.
+    pub index: u32,
+    pub seed: u64,
+    pub outcome: Outcome,
+    /// The verdict's summary (or the error).
+    pub summary: String,
+    pub seconds: f64,
+    /// The run directory, relative to the matrix directory (None: the run never got one).
+    pub run_dir: Option<String>,
+    pub reproduce: String,
+    pub ambiguous: u64,
+    pub duplicate_copies: u64,
+    pub missing: u64,
+    /// Fault kind -> recovery times (ms, heal to the first commit after it) of its faults.
+    pub recovery_ms: BTreeMap<String, Vec<u64>>,
+    /// Messages committed per second by the producer.
+    pub throughput: Option<f64>,
+    /// The known bug a stall's evidence matched, as the verdict names it.
+    pub likely_cause: Option<String>,
+    /// Whether the outcome is one the scenario expects on this version (None: no expectation).
+    pub as_expected: Option<bool>,
+}
+
+impl RunRecord {
+    /// The record of a run that ended with a verdict.
+    pub fn from_verdict(
+        version: &str,
+        index: u32,
+        seed: u64,
+        v: &Verdict,
+        seconds: f64,
+        throughput: Option<f64>,
+        run_dir: Option<String>,
+        reproduce: String,
+        expected: Option<&[Expected]>,
+    ) -> RunRecord {
+        let mut recovery_ms: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+        for f in &v.faults {
+            if let Some(r) = f.recovery_ms {
+                recovery_ms.entry(f.kind.clone()).or_default().push(r);
+            }
+        }
+        let outcome = Outcome::of(v);
+        RunRecord {
+            version: version.to_string(),
+            index,
+            seed,
+            outcome,
+            summary: v.summary.clone(),
+            seconds,
+            run_dir,
+            reproduce,
+            ambiguous: v.producer.as_ref().map(|p| p.ambiguous).unwrap_or(0),
+            duplicate_copies: v.duplicate_copies,
+            missing: v.missing_total,
+            recovery_ms,
+            throughput,
+            likely_cause: v.stall.as_ref().and_then(|s| s.likely_cause.clone()),
+            as_expected: expected.map(|e| outcome.meets(e)),
+        }
+    }
+
+    /// The record of a run that could not be carried out.
+    pub fn error(
+        version: &str,
+        index: u32,
+        seed: u64,
+        error: String,
+        seconds: f64,
+        reproduce: String,
+        expected: Option<&[Expected]>,
+    ) -> RunRecord {
+        RunRecord {
+            version: version.to_string(),
+            index,
+            seed,
+            outcome: Outcome::Error,
+            summary: error,
+            seconds,
+            run_dir: None,
+            reproduce,
+            ambiguous: 0,
+            duplicate_copies: 0,
+            missing: 0,
+            recovery_ms: BTreeMap::new(),
+            throughput: None,
+            likely_cause: None,
+            as_expected: expected.map(|_| false),
+        }
+    }
+}
+
+/// Median and maximum of some durations.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub n: usize,
+    pub median_ms: u64,
+    pub max_ms: u64,
+}
+
+impl Spread {
+    pub fn of(xs: &[u64]) -> Option<Spread> {
+        let mut v = xs.to_vec();
+        v.sort_unstable();
+        let n = v.len();
+        (n > 0).then(|| Spread {
+            n,
+            // The lower median: a value that occurred.
+            median_ms: v[(n - 1) / 2],
+            max_ms: v[n - 1],
+        })
+    }
+}
+
+/// One version's line of the matrix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersionRow {
+    pub version: String,
+    pub runs: u64,
+    pub pass: u64,
+    pub violation: u64,
+    pub inconclusive: u64,
+    pub stalled: u64,
+    pub error: u64,
+    pub ambiguous: u64,
+    pub duplicate_copies: u64,
+    pub missing: u64,
+    /// Fault kind -> recovery time over every fault of that kind in the version's runs.
+    pub recovery: BTreeMap<String, Spread>,
+    /// The median of the runs' producer throughput (messages/s).
+    pub throughput_median: Option<f64>,
+    /// The outcomes the scenario expects on this version (empty: none named).
+    pub expected: Vec<Expected>,
+    /// Runs whose outcome the expectation allows (None: no expectation).
+    pub as_expected: Option<u64>,
+    /// Known causes the stalls' evidence matched, with how many runs named each.
+    pub likely_causes: BTreeMap<String, u64>,
+}
+
+/// `matrix.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Matrix {
+    pub scenario: String,
+    pub scenario_file: String,
+    pub versions: Vec<String>,
+    pub times: u32,
+    /// The seed of each run index (the same on every version).
+    pub seeds: Vec<u64>,
+    pub started_ms: u64,
+    pub elapsed_s: f64,
+    pub interrupted: bool,
+    pub rows: Vec<VersionRow>,
+    pub runs: Vec<RunRecord>,
+}
+
+/// The seeds of K runs: the one seed given (a scenario's or `--seed`) K times, so that the
+/// matrix measures how often that schedule fails on each version; else K seeds derived from a
+/// master seed.
+pub fn seeds(fixed: Option<u64>, master: u64, times: u32) -> Vec<u64> {
+    (1..=u64::from(times))
+        .map(|i| fixed.unwrap_or_else(|| crate::seed::iteration_seed(master, i)))
+        .collect()
+}
+
+impl Matrix {
+    /// Sum the runs per version, in the order the versions were given.
+    pub fn summarize(&mut self, expect: &BTreeMap<String, Vec<Expected>>) {
+        self.rows = self
+            .versions
+            .iter()
+            .map(|version| {
+                let runs: Vec<&RunRecord> =
+                    self.runs.iter().filter(|r| &r.version == version).collect();
+                let count = |o: Outcome| runs.iter().filter(|r| r.outcome == o).count() as u64;
+                let mut recovery: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+                for r in &runs {
+                    for (k, xs) in &r.recovery_ms {
+                        recovery.entry(k.clone()).or_default().extend(xs);
+                    }
+                }
+                let mut tp: Vec<f64> = runs.iter().filter_map(|r| r.throughput).collect();
+                tp.sort_by(|a, b| a.total_cmp(b));
+                let mut likely_causes = BTreeMap::new();
+                for r in &runs {
+                    if let Some(c) = &r.likely_cause {
+                        *likely_causes.entry(c.clone()).or_insert(0) += 1;
+                    }
+                }
+                let expected = expect.get(version).cloned().unwrap_or_default();
+                VersionRow {
+                    version: version.clone(),
+                    runs: runs.len() as u64,
+                    pass: count(Outcome::Pass),
+                    violation: count(Outcome::Violation),
+                    inconclusive: count(Outcome::Inconclusive),
+                    stalled: count(Outcome::Stalled),
+                    error: count(Outcome::Error),
+                    ambiguous: runs.iter().map(|r| r.ambiguous).sum(),
+                    duplicate_copies: runs.iter().map(|r| r.duplicate_copies).sum(),
+                    missing: runs.iter().map(|r| r.missing).sum(),
+                    recovery: recovery
+                        .into_iter()
+                        .filter_map(|(k, xs)| Spread::of(&xs).map(|s| (k, s)))
+                        .collect(),
+                    throughput_median: (!tp.is_empty()).then(|| tp[(tp.len() - 1) / 2]),
+                    as_expected: (!expected.is_empty()).then(|| {
+                        runs.iter()
+                            .filter(|r| r.outcome.meets(&expected))
+                            .count() as u64
+                    }),
+                    expected,
+                    likely_causes,
+                }
+            })
+            .collect();
+    }
+
+    /// The exit code: the worst outcome of any run (violation, then inconclusive or stalled,
+    /// then an error). Infrastructure only when no run produced a verdict at all.
+    pub fn exit_code(&self) -> i32 {
+        let verdicts: Vec<Outcome> = self
+            .runs
+            .iter()
+            .map(|r| r.outcome)
+            .filter(|o| *o != Outcome::Error)
+            .collect();
+        let errors = self.runs.len() - verdicts.len();
+        if self.runs.is_empty() {
+            return exit::INFRASTRUCTURE;
+        }
+        if verdicts.is_empty() {
+            return exit::INFRASTRUCTURE;
+        }
+        let worst = verdicts
+            .iter()
+            .map(|o| o.exit_code())
+            .max_by_key(|c| match *c {
+                exit::VIOLATION => 2,
+                exit::INCONCLUSIVE => 1,
+                _ => 0,
+            })
+            .unwrap_or(exit::PASS);
+        if worst == exit::PASS && errors > 0 {
+            exit::INCONCLUSIVE
+        } else {
+            worst
+        }
+    }
+
+    /// The table, for people.
+    pub fn table(&self) -> String {
+        let mut t = String::new();
+        t.push_str(&format!(
+            "matrix of {} ({}): {} run(s) per version, seeds {}; {:.0}s{}\n",
+            self.scenario,
+            self.scenario_file,
+            self.times,
+            seeds_text(&self.seeds),
+            self.elapsed_s,
+            if self.interrupted {
+                " (interrupted)"
+            } else {
+                ""
+            }
+        ));
+        t.push_str(&format!(
+            "  {:<9} {:>4} {:>5} {:>9} {:>12} {:>7} {:>5} {:>9} {:>10} {:>8} {:>10}  {}\n",
+            "version",
+            "runs",
+            "pass",
+            "violation",
+            "inconclusive",
+            "stalled",
+            "error",
+            "ambiguous",
+            "duplicates",
+            "missing",
+            "msg/s",
+            "expected"
+        ));
+        for r in &self.rows {
+            t.push_str(&format!(
+                "  {:<9} {:>4} {:>5} {:>9} {:>12} {:>7} {:>5} {:>9} {:>10} {:>8} {:>10}  {}\n",
+                r.version,
+                r.runs,
+                r.pass,
+                r.violation,
+                r.inconclusive,
+                r.stalled,
+                r.error,
+                r.ambiguous,
+                r.duplicate_copies,
+                r.missing,
+                r.throughput_median
+                    .map(|x| format!("{x:.0}"))
+                    .unwrap_or_else(|| "-".into()),
+                expectation_text(r)
+            ));
+        }
+        let kinds: std::collections::BTreeSet<&String> =
+            self.rows.iter().flat_map(|r| r.recovery.keys()).collect();
+        if !kinds.is_empty() {
+            t.push_str("  recovery after the heal (median / max, faults):\n");
+            for k in kinds {
+                let cells: Vec<String> = self
+                    .rows
+                    .iter()
+                    .map(|r| match r.recovery.get(k) {
+                        Some(s) => format!(
+                            "{} {:.1}s / {:.1}s ({})",
+                            r.version,
+                            s.median_ms as f64 / 1000.0,
+                            s.max_ms as f64 / 1000.0,
+                            s.n
+                        ),
+                        None => format!("{} -", r.version),
+                    })
+                    .collect();
+                t.push_str(&format!("    {k:<16} {}\n", cells.join("   ")));
+            }
+        }
+        for r in &self.rows {
+            for (cause, n) in &r.likely_causes {
+                t.push_str(&format!(
+                    "  {} stalls, known cause in {n} run(s): {}\n",
+                    r.version,
+                    cause.chars().take(160).collect::<String>()
+                ));
+            }
+        }
+        let failures: Vec<&RunRecord> = self
+            .runs
+            .iter()
+            .filter(|r| r.outcome != Outcome::Pass)
+            .collect();
+        if !failures.is_empty() {
+            t.push_str("runs that did not pass:\n");
+            for r in failures {
+                t.push_str(&format!(
+                    "  {} #{} seed {}: {}{}: {}\n      {}\n",
+                    r.version,
+                    r.index,
+                    r.seed,
+                    r.outcome,
+                    match r.as_expected {
+                        Some(true) => " (as expected)",
+                        Some(false) => " (NOT as expected)",
+                        None => "",
+                    },
+                    r.summary.chars().take(160).collect::<String>(),
+                    r.reproduce
+                ));
+            }
+        }
+        t
+    }
+}
+
+/// `pass: 5/5`, `stalled: 3/5`, or `-` without an expectation.
+pub fn expectation_text(r: &VersionRow) -> String {
+    match r.as_expected {
+        None => "-".into(),
+        Some(n) => {
+            let names: Vec<String> = r.expected.iter().map(|e| e.to_string()).collect();
+            format!("{}: {n}/{}", names.join(" or "), r.runs)
+        }
+    }
+}
+
+fn seeds_text(seeds: &[u64]) -> String {
+    match seeds.first() {
+        Some(first) if seeds.iter().all(|s| s == first) => format!("{first} (each run)"),
+        _ => seeds
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+    }
+}
+
+#[cfg(test)]
+mod tests;

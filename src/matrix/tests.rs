@@ -1,0 +1,193 @@
+use super::*;
+use crate::checker::{self, Context, FaultRecord, MsgId, StallFinding, Tally};
+
+fn verdict(read: &[u64]) -> Verdict {
+    let mut t = Tally::new(10);
+    for (i, v) in read.iter().enumerate() {
+        t.observe(
+            v.to_string().as_bytes(),
+            MsgId {
+                partition: -1,
+                ledger: 1,
+                entry: i as u64,
+                batch: -1,
+            },
+        );
+    }
+    checker::verdict(
+        t.finish().unwrap(),
+        None::<Vec<Result<crate::history::Event, String>>>,
+        &Context::default(),
+    )
+}
+
+fn fault(kind: &str, recovery: Option<u64>) -> FaultRecord {
+    FaultRecord {
+        fault: format!("{kind}#1"),
+        kind: kind.into(),
+        target: "broker-1".into(),
+        started_ms: 1000,
+        healed_ms: Some(2000),
+        action: "restart".into(),
+        recovery_ms: recovery,
+        commit_gap_ms: None,
+        heal_ok: true,
+        applied: true,
+    }
+}
+
+fn stalled() -> Verdict {
+    let mut v = verdict(&(0..5).collect::<Vec<_>>());
+    v.status = Status::Inconclusive;
+    v.stall = Some(StallFinding {
+        since_ms: 1,
+        detected_ms: 2,
+        failed_attempts: 3,
+        failures: vec![],
+        broker_log: vec![],
+        likely_cause: Some("apache/pulsar#24945".into()),
+    });
+    v
+}
+
+fn record(version: &str, i: u32, v: &Verdict, expect: Option<&[Expected]>) -> RunRecord {
+    RunRecord::from_verdict(
+        version,
+        i,
+        7,
+        v,
+        60.0,
+        Some(1000.0 * f64::from(i)),
+        Some(format!("{version}/run-{i}")),
+        format!("pulsar-chaos run s.yaml --seed 7 --pulsar-version {version}"),
+        expect,
+    )
+}
+
+#[test]
+fn a_stalled_inconclusive_is_counted_apart_from_other_inconclusives() {
+    assert_eq!(Outcome::of(&stalled()), Outcome::Stalled);
+    let mut v = verdict(&(0..10).collect::<Vec<_>>());
+    assert_eq!(Outcome::of(&v), Outcome::Pass);
+    v.status = Status::Inconclusive;
+    assert_eq!(Outcome::of(&v), Outcome::Inconclusive);
+    let missing = verdict(&(0..9).collect::<Vec<_>>());
+    assert_eq!(Outcome::of(&missing), Outcome::Violation);
+}
+
+#[test]
+fn expectations_are_met_only_by_the_outcomes_they_name() {
+    assert!(Outcome::Stalled.meets(&[Expected::Stalled, Expected::Pass]));
+    assert!(!Outcome::Inconclusive.meets(&[Expected::Stalled]));
+    assert!(!Outcome::Stalled.meets(&[Expected::Inconclusive]));
+    assert!(!Outcome::Error.meets(&[
+        Expected::Pass,
+        Expected::Violation,
+        Expected::Inconclusive,
+        Expected::Stalled
+    ]));
+}
+
+#[test]
+fn seeds_repeat_a_fixed_seed_and_derive_the_others() {
+    assert_eq!(seeds(Some(4), 99, 3), vec![4, 4, 4]);
+    let derived = seeds(None, 99, 3);
+    assert_eq!(derived, seeds(None, 99, 3));
+    assert_eq!(derived[0], crate::seed::iteration_seed(99, 1));
+    assert_ne!(derived[0], derived[1]);
+}
+
+#[test]
+fn rows_sum_each_version_and_compare_with_the_expectation() {
+    let old_exp = [Expected::Stalled];
+    let new_exp = [Expected::Pass];
+    let mut pass = verdict(&(0..10).collect::<Vec<_>>());
+    pass.faults = vec![fault("bookie_restart", Some(3000)), fault("bookie_restart", None)];
+    let mut pass2 = pass.clone();
+    pass2.faults = vec![fault("bookie_restart", Some(1000)), fault("topic_unload", Some(500))];
+    let mut m = Matrix {
+        scenario: "s".into(),
+        scenario_file: "s.yaml".into(),
+        versions: vec!["4.0.7".into(), "4.2.4".into()],
+        times: 3,
+        seeds: vec![7, 7, 7],
+        started_ms: 0,
+        elapsed_s: 1.0,
+        interrupted: false,
+        rows: vec![],
+        runs: vec![
+            record("4.0.7", 1, &stalled(), Some(&old_exp)),
+            record("4.2.4", 1, &pass, Some(&new_exp)),
+            record("4.0.7", 2, &pass, Some(&old_exp)),
+            record("4.2.4", 2, &pass2, Some(&new_exp)),
+            record("4.0.7", 3, &stalled(), Some(&old_exp)),
+            RunRecord::error("4.2.4", 3, 7, "no image".into(), 1.0, "r".into(), Some(&new_exp)),
+        ],
+    };
+    let mut expect = BTreeMap::new();
+    expect.insert("4.0.7".to_string(), old_exp.to_vec());
+    expect.insert("4.2.4".to_string(), new_exp.to_vec());
+    m.summarize(&expect);
+    let old = &m.rows[0];
+    assert_eq!(old.version, "4.0.7");
+    assert_eq!((old.runs, old.pass, old.stalled, old.inconclusive), (3, 1, 2, 0));
+    assert_eq!(old.as_expected, Some(2));
+    assert_eq!(old.likely_causes.get("apache/pulsar#24945"), Some(&2));
+    assert_eq!(old.missing, 10, "5 missing in each stalled run");
+    let new = &m.rows[1];
+    assert_eq!((new.runs, new.pass, new.error), (3, 2, 1));
+    assert_eq!(new.as_expected, Some(2), "an error never meets an expectation");
+    // Recovery per kind over every fault of that kind; a fault with no recovery is left out.
+    let b = new.recovery["bookie_restart"];
+    assert_eq!((b.n, b.median_ms, b.max_ms), (2, 1000, 3000));
+    assert_eq!(new.recovery["topic_unload"].n, 1);
+    // Throughput: the median of the runs that have one (1000 and 2000: the lower).
+    assert_eq!(new.throughput_median, Some(1000.0));
+    let t = m.table();
+    assert!(t.contains("stalled: 2/3"), "{t}");
+    assert!(t.contains("pass: 2/3"), "{t}");
+    assert!(t.contains("(NOT as expected)"), "{t}");
+    assert!(
+        t.contains("pulsar-chaos run s.yaml --seed 7 --pulsar-version 4.0.7"),
+        "{t}"
+    );
+    assert!(t.contains("bookie_restart"), "{t}");
+    // The page links every run's report and shows each version's line.
+    let page = crate::report::matrix::page(&m);
+    assert!(page.contains("href=\"4.0.7/run-1/report.html\""), "{page}");
+    assert!(page.contains("stalled: 2/3"));
+    assert!(page.contains("not as expected"));
+    // JSON round trip.
+    let back: Matrix = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+    assert_eq!(back, m);
+}
+
+#[test]
+fn the_exit_code_is_the_worst_verdict() {
+    let mut m = Matrix {
+        scenario: "s".into(),
+        scenario_file: "s.yaml".into(),
+        versions: vec!["4.2.4".into()],
+        times: 1,
+        seeds: vec![1],
+        started_ms: 0,
+        elapsed_s: 0.0,
+        interrupted: false,
+        rows: vec![],
+        runs: vec![],
+    };
+    assert_eq!(m.exit_code(), exit::INFRASTRUCTURE, "nothing ran");
+    m.runs
+        .push(RunRecord::error("4.2.4", 1, 1, "x".into(), 0.0, "r".into(), None));
+    assert_eq!(m.exit_code(), exit::INFRASTRUCTURE, "no run gave a verdict");
+    let pass = verdict(&(0..10).collect::<Vec<_>>());
+    m.runs.push(record("4.2.4", 2, &pass, None));
+    assert_eq!(m.exit_code(), exit::INCONCLUSIVE, "a run that could not run is not a pass");
+    m.runs.remove(0);
+    assert_eq!(m.exit_code(), exit::PASS);
+    m.runs.push(record("4.2.4", 3, &stalled(), None));
+    assert_eq!(m.exit_code(), exit::INCONCLUSIVE);
+    m.runs
+        .push(record("4.2.4", 4, &verdict(&(0..9).collect::<Vec<_>>()), None));
+    assert_eq!(m.exit_code(), exit::VIOLATION);
+}

@@ -1,0 +1,114 @@
+//! `matrix.html`: the version matrix as one page, a row per version and a link to every run's
+//! report. Pure: the matrix in, the page out.
+
+use std::fmt::Write as _;
+
+use super::{esc, page_start};
+use crate::matrix::{expectation_text, Matrix, Outcome};
+
+fn outcome_class(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Pass => "pass",
+        Outcome::Violation => "violation",
+        Outcome::Inconclusive | Outcome::Stalled => "inconclusive",
+        Outcome::Error => "other",
+    }
+}
+
+/// The page.
+pub fn page(m: &Matrix) -> String {
+    let mut h = String::with_capacity(8 * 1024 + m.runs.len() * 600);
+    let title = format!("matrix of {} on {}", m.scenario, m.versions.join(", "));
+    page_start(&mut h, &title);
+    w!(h, "<h1 class=\"title\">{}</h1>\n", esc(&title));
+    w!(
+        h,
+        "<p class=\"summary\">Scenario <code>{}</code>, {} run(s) per version, {:.0}s in all{}.</p>\n",
+        esc(&m.scenario_file),
+        m.times,
+        m.elapsed_s,
+        if m.interrupted { " (interrupted)" } else { "" }
+    );
+    h.push_str("<h2>Per version</h2>\n<table><thead><tr><th>version</th><th class=\"num\">runs</th><th class=\"num\">pass</th><th class=\"num\">violation</th><th class=\"num\">inconclusive</th><th class=\"num\">stalled</th><th class=\"num\">error</th><th class=\"num\">ambiguous commits</th><th class=\"num\">duplicate copies</th><th class=\"num\">missing</th><th class=\"num\">msg/s (median)</th><th>recovery after heal (median / max)</th><th>expected</th></tr></thead><tbody>\n");
+    for r in &m.rows {
+        let recovery: Vec<String> = r
+            .recovery
+            .iter()
+            .map(|(k, s)| {
+                format!(
+                    "{} {:.1}s / {:.1}s ({})",
+                    esc(k),
+                    s.median_ms as f64 / 1000.0,
+                    s.max_ms as f64 / 1000.0,
+                    s.n
+                )
+            })
+            .collect();
+        let exp_class = match r.as_expected {
+            Some(n) if n == r.runs => "pass",
+            Some(_) => "violation",
+            None => "other",
+        };
+        w!(
+            h,
+            "<tr><td><b>{}</b></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td><span class=\"pill {exp_class}\">{}</span></td></tr>\n",
+            esc(&r.version),
+            r.runs,
+            r.pass,
+            r.violation,
+            r.inconclusive,
+            r.stalled,
+            r.error,
+            r.ambiguous,
+            r.duplicate_copies,
+            r.missing,
+            r.throughput_median
+                .map(|x| format!("{x:.0}"))
+                .unwrap_or_else(|| "-".into()),
+            recovery.join("<br>"),
+            esc(&expectation_text(r))
+        );
+    }
+    h.push_str("</tbody></table>\n");
+    for r in &m.rows {
+        for (cause, n) in &r.likely_causes {
+            w!(
+                h,
+                "<p class=\"note\">{}: known cause named in {n} stalled run(s): {}</p>\n",
+                esc(&r.version),
+                esc(cause)
+            );
+        }
+    }
+    h.push_str("<h2>Runs</h2>\n<table><thead><tr><th>version</th><th class=\"num\">#</th><th class=\"num\">seed</th><th>outcome</th><th class=\"num\">seconds</th><th>summary</th><th>reproduce</th></tr></thead><tbody>\n");
+    for r in &m.runs {
+        let link = match &r.run_dir {
+            Some(d) => format!(
+                "<a href=\"{}/report.html\">{}</a>",
+                esc(d),
+                esc(r.outcome.as_str())
+            ),
+            None => esc(r.outcome.as_str()),
+        };
+        let expectation = match r.as_expected {
+            Some(true) => " <span class=\"note\">as expected</span>",
+            Some(false) => " <span class=\"pill bad\">not as expected</span>",
+            None => "",
+        };
+        w!(
+            h,
+            "<tr id=\"{}-{}\"><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td><span class=\"pill {}\">{link}</span>{expectation}</td><td class=\"num\">{:.0}</td><td class=\"wrap\">{}</td><td class=\"wrap\"><code>{}</code></td></tr>\n",
+            esc(&r.version),
+            r.index,
+            esc(&r.version),
+            r.index,
+            r.seed,
+            outcome_class(r.outcome),
+            r.seconds,
+            esc(&r.summary),
+            esc(&r.reproduce)
+        );
+    }
+    h.push_str("</tbody></table>\n<footer>pulsar-chaos matrix</footer>\n</main>\n</body>\n</html>\n");
+    h
+}
