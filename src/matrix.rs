@@ -204,6 +204,8 @@ pub struct VersionRow {
     pub error: u64,
     pub ambiguous: u64,
     pub duplicate_copies: u64,
+    /// Numbers missing in the runs that ended in a violation (a stalled or otherwise
+    /// inconclusive run's unsent numbers are not a loss).
     pub missing: u64,
     /// Fault kind -> recovery time over every fault of that kind in the version's runs.
     pub recovery: BTreeMap<String, Spread>,
@@ -213,7 +215,8 @@ pub struct VersionRow {
     pub expected: Vec<Expected>,
     /// Runs whose outcome the expectation allows (None: no expectation).
     pub as_expected: Option<u64>,
-    /// Known causes the stalls' evidence matched, with how many runs named each.
+    /// Known causes the stalls' evidence matched (by the upstream issue they name), with how
+    /// many runs named each.
     pub likely_causes: BTreeMap<String, u64>,
 }
 
@@ -263,7 +266,7 @@ impl Matrix {
                 let mut likely_causes = BTreeMap::new();
                 for r in &runs {
                     if let Some(c) = &r.likely_cause {
-                        *likely_causes.entry(c.clone()).or_insert(0) += 1;
+                        *likely_causes.entry(cause_key(c)).or_insert(0) += 1;
                     }
                 }
                 let expected = expect.get(version).cloned().unwrap_or_default();
@@ -277,7 +280,11 @@ impl Matrix {
                     error: count(Outcome::Error),
                     ambiguous: runs.iter().map(|r| r.ambiguous).sum(),
                     duplicate_copies: runs.iter().map(|r| r.duplicate_copies).sum(),
-                    missing: runs.iter().map(|r| r.missing).sum(),
+                    missing: runs
+                        .iter()
+                        .filter(|r| r.outcome == Outcome::Violation)
+                        .map(|r| r.missing)
+                        .sum(),
                     recovery: recovery
                         .into_iter()
                         .filter_map(|(k, xs)| Spread::of(&xs).map(|s| (k, s)))
@@ -434,6 +441,23 @@ impl Matrix {
         }
         t
     }
+}
+
+/// What a stall's likely cause is counted under: the upstream issue it names
+/// (`apache/pulsar#24945`), else its text with the digits folded (node, topic and counts
+/// differ from run to run).
+pub fn cause_key(cause: &str) -> String {
+    const REF: &str = "apache/pulsar#";
+    if let Some(i) = cause.find(REF) {
+        let digits: String = cause[i + REF.len()..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        if !digits.is_empty() {
+            return format!("{REF}{digits}");
+        }
+    }
+    crate::stall::shape(cause)
 }
 
 /// `pass: 5/5`, `stalled: 3/5`, or `-` without an expectation.

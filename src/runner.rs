@@ -224,12 +224,30 @@ pub async fn resume(
             let c = Cluster::attach(engine, &info.run_id).await?;
             // Whatever faults the interrupted run left applied are healed first.
             crate::nemesis::heal_run(c.engine(), &info.run_id).await;
-            for n in &c.nodes {
-                if n.role != crate::cluster::Role::Init && !c.is_running(n).await.unwrap_or(false) {
-                    let _ = c.start(n).await;
+            // A node the interrupted run had just killed may still count as running for a
+            // moment (Docker notices a kill(2) late), so the start above and here can be a
+            // no-op and the node then exits: start what is down again, a few times, by
+            // condition (the readiness wait fails as soon as a node has exited).
+            let mut restarts = 0;
+            loop {
+                for n in &c.nodes {
+                    if n.role != crate::cluster::Role::Init
+                        && !c.is_running(n).await.unwrap_or(false)
+                    {
+                        let _ = c.start(n).await;
+                    }
+                }
+                match crate::ready::wait_ready(&c, Duration::from_secs(300)).await {
+                    Ok(_) => break,
+                    Err(e) if restarts < 3 && any_down(&c).await => {
+                        restarts += 1;
+                        let first = e.to_string();
+                        let first = first.lines().next().unwrap_or_default().to_string();
+                        eprintln!("resume: {first}; starting the stopped node(s) again");
+                    }
+                    Err(e) => return Err(e.into()),
                 }
             }
-            crate::ready::wait_ready(&c, Duration::from_secs(300)).await?;
             Some(Arc::new(c))
         }
     };
@@ -269,6 +287,16 @@ pub async fn resume(
     };
     let result = execute(&req, &dir, &info, &env, &plan, true).await;
     finish(&req, &env, result).await
+}
+
+/// Whether a node of the cluster (other than the one-shot init) is not running.
+async fn any_down(c: &Cluster) -> bool {
+    for n in &c.nodes {
+        if n.role != crate::cluster::Role::Init && !c.is_running(n).await.unwrap_or(false) {
+            return true;
+        }
+    }
+    false
 }
 
 async fn finish(req: &Request, env: &Env, result: Result<Outcome>) -> Result<Outcome> {

@@ -45,9 +45,28 @@ fn stalled() -> Verdict {
         failed_attempts: 3,
         failures: vec![],
         broker_log: vec![],
-        likely_cause: Some("apache/pulsar#24945".into()),
+        likely_cause: Some(format!(
+            "broker-1 on kb-{}-partition-0 kept failing ({}x): the chain apache/pulsar#24945 replaced",
+            rand_hex(),
+            rand_hex().len() * 37
+        )),
     });
     v
+}
+
+fn rand_hex() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(1);
+    format!("{:x}", N.fetch_add(7919, Ordering::Relaxed) * 2654435761)
+}
+
+#[test]
+fn causes_count_under_the_upstream_issue_they_name() {
+    assert_eq!(
+        cause_key("broker-1 on t-1 failed (175x): the chain apache/pulsar#24945 replaced"),
+        "apache/pulsar#24945"
+    );
+    assert_eq!(cause_key("node 2 said 17 times"), "node # said # times");
 }
 
 fn record(version: &str, i: u32, v: &Verdict, expect: Option<&[Expected]>) -> RunRecord {
@@ -133,7 +152,7 @@ fn rows_sum_each_version_and_compare_with_the_expectation() {
     assert_eq!((old.runs, old.pass, old.stalled, old.inconclusive), (3, 1, 2, 0));
     assert_eq!(old.as_expected, Some(2));
     assert_eq!(old.likely_causes.get("apache/pulsar#24945"), Some(&2));
-    assert_eq!(old.missing, 10, "5 missing in each stalled run");
+    assert_eq!(old.missing, 0, "a stalled run's unsent numbers are not a loss");
     let new = &m.rows[1];
     assert_eq!((new.runs, new.pass, new.error), (3, 2, 1));
     assert_eq!(new.as_expected, Some(2), "an error never meets an expectation");
@@ -190,4 +209,6 @@ fn the_exit_code_is_the_worst_verdict() {
     m.runs
         .push(record("4.2.4", 4, &verdict(&(0..9).collect::<Vec<_>>()), None));
     assert_eq!(m.exit_code(), exit::VIOLATION);
+    m.summarize(&BTreeMap::new());
+    assert_eq!(m.rows[0].missing, 1, "only the violation's missing number counts");
 }

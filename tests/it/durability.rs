@@ -338,3 +338,76 @@ fn a_send_dropped_as_a_duplicate_fails_and_a_run_with_deduplication_passes() {
         assert_eq!(got.len(), 20000);
     });
 }
+
+/// Issue 10: the harness SIGKILLed while a fault of its own holds the standalone down (killed,
+/// to be restarted 40 s later). The resumed run must bring the broker back itself (the
+/// interrupted run can no longer heal it), not fail with "exited before ready", and end PASS.
+#[test]
+fn a_run_killed_while_its_broker_is_down_restarts_it_on_resume_and_passes() {
+    let dir = tmpdir("killed-broker-down");
+    let scenario = write(
+        &dir,
+        "down.yaml",
+        &format!(
+            "name: down\n{}workload:\n  topic: persistent://public/default/down\n  partitions: 2\n  messages: 20000\n  txn_size: 100\n  concurrency: 4\n  rate: 1000\n  txn_timeout: 10s\n  resend: verify\nfaults:\n  - kind: broker_restart\n    mode: kill\n    down_for: 40s\n    schedule: {{ at: [4s] }}\n",
+            standalone_cluster_yaml()
+        ),
+    );
+    let log0 = std::fs::File::create(dir.join("segment-0.log")).unwrap();
+    let mut child = Command::new(BIN)
+        .args([
+            "run",
+            scenario.to_str().unwrap(),
+            "--seed",
+            "5",
+            "--out",
+            dir.to_str().unwrap(),
+            "--keep-cluster",
+            "--progress",
+            "none",
+        ])
+        .stdout(Stdio::null())
+        .stderr(log0)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let run_dir: PathBuf = loop {
+        let found = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|d| d.join("run.json").exists());
+        if let Some(d) = found {
+            break d;
+        }
+        assert!(Instant::now() < deadline, "no run directory: {}", logs(&dir));
+        assert!(child.try_wait().unwrap().is_none(), "{}", logs(&dir));
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
+    let _down = Down(info["run_id"].as_str().unwrap().to_string());
+    // Wait for the kill to land, then kill the harness while the broker is down.
+    loop {
+        if events(&run_dir)
+            .iter()
+            .any(|e| e["event"] == "fault_started" && e["kind"] == "broker_restart")
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the fault never started: {}", logs(&dir));
+        assert!(child.try_wait().unwrap().is_none(), "{}", logs(&dir));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // At once: Docker may not have noticed the kill(2) yet when the resumed run looks, which
+    // is the case that left the broker dead before (a start of a container still counted as
+    // running is a no-op).
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    let mut child = resume(&run_dir, &dir.join("segment-1.log"));
+    let status = child.wait().unwrap();
+    let t = logs(&dir);
+    assert_eq!(status.code(), Some(0), "{t}");
+    let v = verdict(&run_dir);
+    assert_eq!(v["status"], "pass", "{v}\n{t}");
+}
