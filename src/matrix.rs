@@ -104,14 +104,9 @@ pub struct RunRecord {
 impl RunRecord {
     /// The record of a run that ended with a verdict.
     pub fn from_verdict(
-        version: &str,
-        index: u32,
-        seed: u64,
+        at: RunAt,
         v: &Verdict,
-        seconds: f64,
         throughput: Option<f64>,
-        run_dir: Option<String>,
-        reproduce: String,
         expected: Option<&[Expected]>,
     ) -> RunRecord {
         let mut recovery_ms: BTreeMap<String, Vec<u64>> = BTreeMap::new();
@@ -122,14 +117,14 @@ impl RunRecord {
         }
         let outcome = Outcome::of(v);
         RunRecord {
-            version: version.to_string(),
-            index,
-            seed,
+            version: at.version,
+            index: at.index,
+            seed: at.seed,
             outcome,
             summary: v.summary.clone(),
-            seconds,
-            run_dir,
-            reproduce,
+            seconds: at.seconds,
+            run_dir: at.run_dir,
+            reproduce: at.reproduce,
             ambiguous: v.producer.as_ref().map(|p| p.ambiguous).unwrap_or(0),
             duplicate_copies: v.duplicate_copies,
             missing: v.missing_total,
@@ -141,24 +136,16 @@ impl RunRecord {
     }
 
     /// The record of a run that could not be carried out.
-    pub fn error(
-        version: &str,
-        index: u32,
-        seed: u64,
-        error: String,
-        seconds: f64,
-        reproduce: String,
-        expected: Option<&[Expected]>,
-    ) -> RunRecord {
+    pub fn error(at: RunAt, error: String, expected: Option<&[Expected]>) -> RunRecord {
         RunRecord {
-            version: version.to_string(),
-            index,
-            seed,
+            version: at.version,
+            index: at.index,
+            seed: at.seed,
             outcome: Outcome::Error,
             summary: error,
-            seconds,
-            run_dir: None,
-            reproduce,
+            seconds: at.seconds,
+            run_dir: at.run_dir,
+            reproduce: at.reproduce,
             ambiguous: 0,
             duplicate_copies: 0,
             missing: 0,
@@ -168,6 +155,17 @@ impl RunRecord {
             as_expected: expected.map(|_| false),
         }
     }
+}
+
+/// Which run of the matrix a record is, and where it went.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunAt {
+    pub version: String,
+    pub index: u32,
+    pub seed: u64,
+    pub seconds: f64,
+    pub run_dir: Option<String>,
+    pub reproduce: String,
 }
 
 /// Median and maximum of some durations.

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use crate::cli::MatrixArgs;
 use crate::error::{Error, Result};
-use crate::matrix::{self, Matrix, RunRecord};
+use crate::matrix::{self, Matrix, RunAt, RunRecord};
 use crate::runner::{self, Request};
 use crate::scenario::{self, ClusterSpec};
 
@@ -128,14 +128,16 @@ pub async fn matrix(args: MatrixArgs) -> Result<i32> {
                         .map(|p| p.display().to_string())
                         .ok();
                     RunRecord::from_verdict(
-                        version,
-                        index,
-                        seed,
+                        RunAt {
+                            version: version.clone(),
+                            index,
+                            seed,
+                            seconds: o.elapsed.as_secs_f64(),
+                            run_dir: rel,
+                            reproduce,
+                        },
                         &o.verdict,
-                        o.elapsed.as_secs_f64(),
                         throughput,
-                        rel,
-                        reproduce,
                         expected,
                     )
                 }
@@ -144,12 +146,15 @@ pub async fn matrix(args: MatrixArgs) -> Result<i32> {
                     break 'runs;
                 }
                 Err(e) => RunRecord::error(
-                    version,
-                    index,
-                    seed,
+                    RunAt {
+                        version: version.clone(),
+                        index,
+                        seed,
+                        seconds: t.elapsed().as_secs_f64(),
+                        run_dir: None,
+                        reproduce,
+                    },
                     e.to_string(),
-                    t.elapsed().as_secs_f64(),
-                    reproduce,
                     expected,
                 ),
             };

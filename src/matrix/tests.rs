@@ -71,16 +71,22 @@ fn causes_count_under_the_upstream_issue_they_name() {
 
 fn record(version: &str, i: u32, v: &Verdict, expect: Option<&[Expected]>) -> RunRecord {
     RunRecord::from_verdict(
-        version,
-        i,
-        7,
+        at(version, i),
         v,
-        60.0,
         Some(1000.0 * f64::from(i)),
-        Some(format!("{version}/run-{i}")),
-        format!("pulsar-chaos run s.yaml --seed 7 --pulsar-version {version}"),
         expect,
     )
+}
+
+fn at(version: &str, i: u32) -> RunAt {
+    RunAt {
+        version: version.into(),
+        index: i,
+        seed: 7,
+        seconds: 60.0,
+        run_dir: Some(format!("{version}/run-{i}")),
+        reproduce: format!("pulsar-chaos run s.yaml --seed 7 --pulsar-version {version}"),
+    }
 }
 
 #[test]
@@ -140,7 +146,7 @@ fn rows_sum_each_version_and_compare_with_the_expectation() {
             record("4.0.7", 2, &pass, Some(&old_exp)),
             record("4.2.4", 2, &pass2, Some(&new_exp)),
             record("4.0.7", 3, &stalled(), Some(&old_exp)),
-            RunRecord::error("4.2.4", 3, 7, "no image".into(), 1.0, "r".into(), Some(&new_exp)),
+            RunRecord::error(at("4.2.4", 3), "no image".into(), Some(&new_exp)),
         ],
     };
     let mut expect = BTreeMap::new();
@@ -197,7 +203,7 @@ fn the_exit_code_is_the_worst_verdict() {
     };
     assert_eq!(m.exit_code(), exit::INFRASTRUCTURE, "nothing ran");
     m.runs
-        .push(RunRecord::error("4.2.4", 1, 1, "x".into(), 0.0, "r".into(), None));
+        .push(RunRecord::error(at("4.2.4", 1), "x".into(), None));
     assert_eq!(m.exit_code(), exit::INFRASTRUCTURE, "no run gave a verdict");
     let pass = verdict(&(0..10).collect::<Vec<_>>());
     m.runs.push(record("4.2.4", 2, &pass, None));
