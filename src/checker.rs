@@ -890,6 +890,10 @@ pub struct Attributed<T> {
     /// the numbers, the resends and their reasons, as the history recorded them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<String>,
+    /// What the brokers logged about the transactions of `attempts` (`Context::broker_log`):
+    /// quoted lines with their file and line number. Evidence only: they never set the cause.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub broker_log: Vec<crate::brokerlog::TxnLog>,
 }
 
 /// One fault as it happened, with how long commits took to flow again.
@@ -1004,6 +1008,10 @@ pub struct Context {
     pub stall_log: Vec<crate::stall::LogEvidence>,
     /// A known bug those lines match.
     pub stall_cause: Option<String>,
+    /// Broker log lines about the transactions of the attempts that carried anomalous
+    /// numbers (gathered by the runner after a verdict that was not a pass).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub broker_log: Vec<crate::brokerlog::TxnLog>,
     /// Numbers the scenario's sabotage never sent, and sent twice.
     pub sabotage_skip: BTreeSet<u64>,
     pub sabotage_duplicate: BTreeSet<u64>,
@@ -1336,6 +1344,19 @@ fn evidence_line(a: &AttemptRecord) -> String {
     line
 }
 
+/// The broker log lines the context holds about these attempts' transactions.
+fn broker_log_of(records: &[&AttemptRecord], ctx: &Context) -> Vec<crate::brokerlog::TxnLog> {
+    if ctx.broker_log.is_empty() {
+        return Vec::new();
+    }
+    let txns: BTreeSet<TxnId> = records.iter().map(|a| a.txn).collect();
+    ctx.broker_log
+        .iter()
+        .filter(|l| txns.contains(&l.txn))
+        .cloned()
+        .collect()
+}
+
 /// Pulsar said so itself: confirmed committed (first answer or a later resolution).
 fn confirmed_committed(a: &AttemptRecord) -> bool {
     a.outcome == Some(Outcome::Committed) || a.resolved == Some(Outcome::Committed)
@@ -1370,13 +1391,19 @@ fn attribute_missing(records: &[&AttemptRecord], span: Span, ctx: &Context) -> (
         .filter(|a| confirmed_committed(a))
         .collect();
     if !committed.is_empty() {
-        return (
-            Cause::Pulsar,
-            format!(
-                "transaction {} was confirmed committed by the coordinator, yet its numbers are not readable: Pulsar lost committed data",
-                ids(&committed)
-            ),
+        let mut why = format!(
+            "transaction {} was confirmed committed by the coordinator, yet its numbers are not readable: Pulsar lost committed data",
+            ids(&committed)
         );
+        // What the brokers' own lines say happened to it (quoted, never a cause by itself).
+        for known in committed.iter().filter_map(|a| {
+            let log = ctx.broker_log.iter().find(|l| l.txn == a.txn)?;
+            crate::brokerlog::known_cause(log)
+        }) {
+            why.push_str("; ");
+            why.push_str(&known);
+        }
+        return (Cause::Pulsar, why);
     }
     if let Some(a) = records.iter().find(|a| a.withheld) {
         return (
@@ -1540,6 +1567,7 @@ where
                 cause,
                 explanation,
                 evidence,
+                broker_log: broker_log_of(&recs, ctx),
             }
         })
         .collect();
@@ -1574,6 +1602,7 @@ where
                 cause,
                 explanation,
                 evidence: recs.iter().map(|a| evidence_line(a)).collect(),
+                broker_log: broker_log_of(&recs, ctx),
             }
         })
         .collect();

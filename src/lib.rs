@@ -2,6 +2,7 @@
 //! producer under chaos. See ARCHITECTURE.md for the map.
 
 pub mod admin;
+pub mod brokerlog;
 pub mod checker;
 pub mod cli;
 pub mod cluster;

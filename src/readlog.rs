@@ -332,6 +332,20 @@ mod tests {
                 last: "2026-11-30T07:24:43,454".into(),
             }],
             stall_cause: Some("a known bug".into()),
+            broker_log: vec![crate::brokerlog::TxnLog {
+                txn: crate::history::TxnId { most: 0, least: 957 },
+                named: vec![crate::brokerlog::BrokerLine {
+                    node: "standalone".into(),
+                    file: "logs/standalone.log".into(),
+                    line: 1234,
+                    level: "WARN".into(),
+                    time: "2026-11-30T16:37:09,076".into(),
+                    message: "TopicTransactionBuffer: Successes to abort low water mark for txn [(0,957)]".into(),
+                }],
+                named_more: 3,
+                during: Vec::new(),
+                during_more: 0,
+            }],
             sabotage_skip: [7].into_iter().collect(),
             sabotage_duplicate: [9].into_iter().collect(),
         };

@@ -12,9 +12,10 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::brokerlog::TxnLog;
 use crate::checker::{AttemptRecord, Span, Verdict};
 use crate::error::{Error, Result};
-use crate::history::{EventBody, HistoryError, Outcome};
+use crate::history::{EventBody, HistoryError, Outcome, TxnId};
 use crate::plan::{Plan, Trigger};
 use crate::rundir::{RunDir, RunInfo};
 
@@ -1243,6 +1244,10 @@ svg .anomaly.missing{fill:#d93025}
 svg .anomaly.duplicated{fill:#a142f4}
 svg .finished line{stroke:#59636e;stroke-width:1;stroke-dasharray:4 3}
 svg .finished text{font-size:10px;fill:#59636e}
+.brokerlog{margin:6px 0 0}
+.brokerlog .label{font-size:12px;color:var(--muted);margin:4px 0 2px}
+pre.log{margin:0;background:var(--soft);border:1px solid var(--line);border-radius:4px;padding:4px 8px;font:11.5px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,"DejaVu Sans Mono","Liberation Mono",monospace;white-space:pre-wrap;overflow-wrap:anywhere}
+pre.log span{display:block;padding-left:2em;text-indent:-2em}
 footer{margin-top:40px;color:var(--muted);font-size:12px}
 .strip{display:flex;flex-wrap:wrap;gap:3px;margin:10px 0}
 .strip a{display:block;width:14px;height:14px;border-radius:3px}
@@ -1463,8 +1468,71 @@ fn counts_section(h: &mut String, scan: &Scan, v: &Verdict) {
     h.push_str("</div>\n");
 }
 
-/// The explanation cell of an anomaly: its cause, the sentence, and the evidence (escaped).
-fn cause_cell(cause: crate::checker::Cause, explanation: &str, evidence: &[String]) -> String {
+/// The broker log lines quoted under an anomaly: in full under the first anomaly of each
+/// transaction, a link to them under the others (`shown` remembers which were quoted).
+fn broker_log_html(logs: &[TxnLog], shown: &mut BTreeSet<TxnId>) -> String {
+    let mut c = String::new();
+    for l in logs {
+        let anchor = format!("log-{}-{}", l.txn.most, l.txn.least);
+        if !shown.insert(l.txn) {
+            w!(
+                c,
+                "<div class=\"brokerlog note\">Broker log about {}: <a href=\"#{anchor}\">quoted above</a></div>",
+                esc(&l.txn.to_string())
+            );
+            continue;
+        }
+        w!(c, "<div class=\"brokerlog\" id=\"{anchor}\">");
+        if !l.named.is_empty() {
+            w!(
+                c,
+                "<div class=\"label\">Broker log lines naming {}{}</div><pre class=\"log\">",
+                esc(&l.txn.to_string()),
+                if l.named_more > 0 {
+                    format!(
+                        " (the first {}; {} more name it)",
+                        l.named.len(),
+                        l.named_more
+                    )
+                } else {
+                    String::new()
+                }
+            );
+            for line in &l.named {
+                w!(c, "<span>{}</span>\n", esc(&line.to_string()));
+            }
+            c.push_str("</pre>");
+        }
+        if !l.during.is_empty() {
+            w!(
+                c,
+                "<div class=\"label\">WARN/ERROR lines about the topic logged while {} was open or committing (they name no transaction){}</div><pre class=\"log\">",
+                esc(&l.txn.to_string()),
+                if l.during_more > 0 {
+                    format!(" (the first {}; {} more)", l.during.len(), l.during_more)
+                } else {
+                    String::new()
+                }
+            );
+            for line in &l.during {
+                w!(c, "<span>{}</span>\n", esc(&line.to_string()));
+            }
+            c.push_str("</pre>");
+        }
+        c.push_str("</div>");
+    }
+    c
+}
+
+/// The explanation cell of an anomaly: its cause, the sentence, the evidence and the broker
+/// log lines (escaped).
+fn cause_cell(
+    cause: crate::checker::Cause,
+    explanation: &str,
+    evidence: &[String],
+    broker_log: &[TxnLog],
+    shown: &mut BTreeSet<TxnId>,
+) -> String {
     let mut c = format!(
         "<span class=\"pill cause-{cause}\">cause: {cause}</span> {}",
         esc(explanation)
@@ -1482,6 +1550,7 @@ fn cause_cell(cause: crate::checker::Cause, explanation: &str, evidence: &[Strin
         }
         c.push_str("</ul>");
     }
+    c.push_str(&broker_log_html(broker_log, shown));
     c
 }
 
@@ -1510,6 +1579,7 @@ fn anomalies_section(h: &mut String, v: &Verdict) {
     if listed > 0 {
         h.push_str("<table><thead><tr><th>anomaly</th><th>numbers</th><th class=\"num\">count</th><th class=\"num\">copies</th><th>attempts</th><th>explanation</th></tr></thead><tbody>");
         let mut rows = 0;
+        let mut shown = BTreeSet::new();
         for m in &v.missing {
             if rows >= TABLE_CAP {
                 break;
@@ -1521,7 +1591,7 @@ fn anomalies_section(h: &mut String, v: &Verdict) {
                 esc(&m.what.to_string()),
                 fmt_n(m.what.len()),
                 attempt_links(&m.attempts),
-                cause_cell(m.cause, &m.explanation, &m.evidence)
+                cause_cell(m.cause, &m.explanation, &m.evidence, &m.broker_log, &mut shown)
             );
         }
         for d in &v.duplicates {
@@ -1545,7 +1615,7 @@ fn anomalies_section(h: &mut String, v: &Verdict) {
                 fmt_n(span.len()),
                 d.what.copies,
                 attempt_links(&d.attempts),
-                cause_cell(d.cause, &d.explanation, &d.evidence)
+                cause_cell(d.cause, &d.explanation, &d.evidence, &d.broker_log, &mut shown)
             );
         }
         h.push_str("</tbody></table>\n");

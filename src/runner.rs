@@ -720,7 +720,7 @@ async fn execute(
         stall_cause = crate::stall::known_cause(&stall_log, &namespace);
         logs = Some(all);
     }
-    let ctx = Context {
+    let mut ctx = Context {
         seed: Some(info.seed),
         readback_incomplete: incomplete.or(rb.incomplete.clone()),
         duplicate_ids: rb.duplicate_ids.clone(),
@@ -728,6 +728,7 @@ async fn execute(
         stall_cause,
         sabotage_skip: req.scenario.sabotage.skip.iter().copied().collect(),
         sabotage_duplicate: req.scenario.sabotage.duplicate.iter().copied().collect(),
+        broker_log: Vec::new(),
     };
     // What the checker sees is stored before it judges (`recheck` judges it again offline).
     let stored = crate::readlog::StoredReadback::new(
@@ -743,9 +744,21 @@ async fn execute(
     )?;
     drop(stored);
     let events = history::read(&history_path)?;
-    let verdict = checker::verdict(rb.findings, Some(events), &ctx);
-    if let (Some(c), None, false) = (&env.cluster, &logs, verdict.status == checker::Status::Pass) {
-        save_logs(dir, env, c, info).await;
+    let mut verdict = checker::verdict(rb.findings.clone(), Some(events), &ctx);
+    if let (Some(c), false) = (&env.cluster, verdict.status == checker::Status::Pass) {
+        let all = match logs.take() {
+            Some(all) => all,
+            None => save_logs(dir, env, c, info).await,
+        };
+        verdict = quote_broker_log(
+            dir,
+            &mut ctx,
+            rb.findings,
+            verdict,
+            &all,
+            &history_path,
+            &info.topic,
+        )?;
     }
     dir.write_json("verdict.json", &verdict)?;
     crate::report::write_html(dir, info, plan, &verdict)?;
@@ -756,6 +769,67 @@ async fn execute(
         elapsed: started.elapsed(),
         producer: report,
     })
+}
+
+/// After a verdict that was not a pass: quote what the brokers logged (`all`, as `save_logs`
+/// wrote it) about the anomalies' transactions. The context gets the lines and is stored
+/// again in `readback.json` (so `recheck` reproduces what follows), and the checker judges
+/// `findings` again with it. The lines are evidence only: the status cannot change. Returns
+/// `verdict` as it is when no line names those transactions.
+fn quote_broker_log(
+    dir: &RunDir,
+    ctx: &mut Context,
+    findings: checker::Findings,
+    verdict: Verdict,
+    all: &[(Role, String, String)],
+    history_path: &Path,
+    topic: &str,
+) -> Result<Verdict> {
+    let broker_log = broker_log_of(&verdict, all, history_path, topic);
+    if broker_log.is_empty() {
+        return Ok(verdict);
+    }
+    ctx.broker_log = broker_log;
+    let mut stored: crate::readlog::StoredReadback = dir.read_json(crate::readlog::FILE)?;
+    stored.context = ctx.clone();
+    dir.write(
+        crate::readlog::FILE,
+        &(serde_json::to_string(&stored).expect("serializable") + "\n"),
+    )?;
+    drop(stored);
+    let events = history::read(history_path)?;
+    Ok(checker::verdict(findings, Some(events), ctx))
+}
+
+/// The brokers' log lines about the transactions of the attempts that carried the verdict's
+/// anomalies (see `brokerlog`), read from `all` (as `save_logs` wrote them to the run
+/// directory).
+fn broker_log_of(
+    verdict: &Verdict,
+    all: &[(Role, String, String)],
+    history_path: &Path,
+    topic: &str,
+) -> Vec<crate::brokerlog::TxnLog> {
+    use crate::brokerlog::{self, LogFile, WallClock};
+    if verdict.attempts.is_empty() {
+        return Vec::new();
+    }
+    let clock = match history::read(history_path) {
+        Ok(events) => WallClock::from_history(events),
+        Err(_) => WallClock::default(),
+    };
+    let txns = brokerlog::queries(&verdict.attempts, &clock);
+    let files: Vec<(String, &str, &str)> = all
+        .iter()
+        .filter(|(role, _, _)| matches!(role, Role::Broker | Role::Standalone))
+        .map(|(_, name, log)| (format!("logs/{name}.log"), name.as_str(), log.as_str()))
+        .collect();
+    let logs: Vec<LogFile<'_>> = files
+        .iter()
+        .map(|(file, node, text)| LogFile { node, file, text })
+        .collect();
+    let base = topic.rsplit('/').next().unwrap_or(topic);
+    brokerlog::scan(&logs, &txns, base)
 }
 
 /// Write every container's log to `logs/<node>.log` in the run directory: all of it for a

@@ -1668,3 +1668,106 @@ fn a_reply_the_harness_dropped_is_quoted_as_evidence() {
         v.duplicates[0].evidence
     );
 }
+
+// ---- Broker log lines quoted under anomalies (issue 18) ----
+
+fn lwm_line(txn: TxnId, line: u64) -> crate::brokerlog::TxnLog {
+    crate::brokerlog::TxnLog {
+        txn,
+        named: vec![crate::brokerlog::BrokerLine {
+            node: "standalone".into(),
+            file: "logs/standalone.log".into(),
+            line,
+            level: "WARN".into(),
+            time: "2026-11-30T16:37:09,076".into(),
+            message: format!("TopicTransactionBuffer: Successes to abort low water mark for txn [{txn}], topic [persistent://public/default/eos-lwm-78ef54aa-partition-2], lowWaterMark [225]"),
+        }],
+        named_more: 0,
+        during: Vec::new(),
+        during_more: 0,
+    }
+}
+
+/// A transaction confirmed committed, its numbers gone, and the broker's line saying its
+/// transaction buffer aborted it: the line is quoted under the anomaly and named in words.
+#[test]
+fn a_lost_committed_transaction_quotes_the_brokers_low_water_mark_abort() {
+    let h: Vec<Event> = committed_0_to_10(5)
+        .into_iter()
+        .chain([finished(6, true)])
+        .collect();
+    let ctx = Context {
+        broker_log: vec![lwm_line(T1, 599), lwm_line(T2, 600)],
+        ..Context::default()
+    };
+    let v = grade(&(5..10).collect::<Vec<_>>(), h.clone(), &ctx);
+    assert_eq!(v.status, Status::Violation);
+    let m = &v.missing[0];
+    assert_eq!(m.cause, Cause::Pulsar);
+    // Only the lines of the anomaly's own transaction.
+    assert_eq!(m.broker_log, vec![lwm_line(T1, 599)]);
+    assert!(
+        m.explanation.starts_with(
+            "transaction #1 (0,1) was confirmed committed by the coordinator, yet its numbers are not readable: Pulsar lost committed data; the broker's transaction buffer aborted, by its low-water-mark rule, a transaction the coordinator had confirmed committed: (0,1) on eos-lwm-78ef54aa-partition-2 (logs/standalone.log:599)"
+        ),
+        "{}",
+        m.explanation
+    );
+    let json = serde_json::to_value(&v).unwrap();
+    assert_eq!(
+        json["missing"][0]["broker_log"][0]["named"][0]["line"], 599,
+        "{json}"
+    );
+    // Without lines: the explanation as before, and no `broker_log` key in verdict.json.
+    let plain = grade(&(5..10).collect::<Vec<_>>(), h, &Context::default());
+    assert!(plain.missing[0].broker_log.is_empty());
+    assert!(!plain.missing[0].explanation.contains("low-water-mark"));
+    assert!(!serde_json::to_string(&plain)
+        .unwrap()
+        .contains("broker_log"));
+}
+
+/// Regression guard: broker lines are evidence, never a cause. An attempt that learned no
+/// outcome stays the harness's (inconclusive) even when the broker says it aborted it.
+#[test]
+fn broker_lines_never_turn_a_harness_anomaly_into_pulsars() {
+    let h = vec![opened(0, 1, T1, vec![(0, 10)], None), finished(6, false)];
+    let ctx = Context {
+        broker_log: vec![lwm_line(T1, 42)],
+        ..Context::default()
+    };
+    let v = grade(&[], h, &ctx);
+    assert_eq!(v.status, Status::Inconclusive);
+    assert_eq!(v.missing[0].cause, Cause::Harness);
+    assert!(!v.missing[0].explanation.contains("low-water-mark"));
+    assert_eq!(v.missing[0].broker_log, vec![lwm_line(T1, 42)]);
+}
+
+#[test]
+fn duplicates_quote_the_lines_of_their_transactions() {
+    let h = vec![
+        opened(0, 1, T1, vec![(0, 10)], None),
+        outcome(1, 1, T1, Outcome::Committed, "ok"),
+        opened(2, 2, T2, vec![(0, 10)], None),
+        outcome(3, 2, T2, Outcome::Committed, "ok"),
+        finished(4, true),
+    ];
+    let t3 = TxnId { most: 0, least: 3 };
+    let ctx = Context {
+        broker_log: vec![lwm_line(T2, 7), lwm_line(t3, 8)],
+        ..Context::default()
+    };
+    let v = grade(&twice(), h, &ctx);
+    assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+    assert_eq!(v.duplicates[0].broker_log, vec![lwm_line(T2, 7)]);
+    // A duplicate's explanation names no known cause (the pattern is about lost commits).
+    assert!(!v.duplicates[0].explanation.contains("low-water-mark"));
+}
+
+/// A context stored before broker lines existed loads, with none.
+#[test]
+fn a_context_without_broker_lines_loads() {
+    let ctx: Context = serde_json::from_str(r#"{"seed":4,"stall_log":[]}"#).unwrap();
+    assert!(ctx.broker_log.is_empty());
+    assert!(!serde_json::to_string(&ctx).unwrap().contains("broker_log"));
+}

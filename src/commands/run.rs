@@ -1,9 +1,13 @@
 //! `run` and `verify`.
 
+use std::collections::BTreeSet;
+
+use crate::brokerlog::TxnLog;
 use crate::checker::{self, Context, Status, Verdict};
 use crate::cli::{RunArgs, VerifyArgs};
 use crate::error::{Error, Result};
 use crate::exit;
+use crate::history::TxnId;
 use crate::runner::{self, Request};
 use crate::scenario::{self, ClusterSpec};
 
@@ -16,9 +20,48 @@ pub fn exit_code(v: &Verdict) -> i32 {
     }
 }
 
+/// The broker log lines of an anomaly, for people: in full under the first anomaly of each
+/// transaction (`shown` remembers which were printed), one line under the others.
+pub fn broker_log_text(logs: &[TxnLog], shown: &mut BTreeSet<TxnId>) -> Vec<String> {
+    let mut out = Vec::new();
+    for l in logs {
+        if !shown.insert(l.txn) {
+            out.push(format!("broker log about {}: as above", l.txn));
+            continue;
+        }
+        if !l.named.is_empty() {
+            let more = if l.named_more > 0 {
+                format!(
+                    " (the first {}; {} more name it)",
+                    l.named.len(),
+                    l.named_more
+                )
+            } else {
+                String::new()
+            };
+            out.push(format!("broker log lines naming {}{more}:", l.txn));
+            out.extend(l.named.iter().map(|line| format!("  {line}")));
+        }
+        if !l.during.is_empty() {
+            let more = if l.during_more > 0 {
+                format!(" (the first {}; {} more)", l.during.len(), l.during_more)
+            } else {
+                String::new()
+            };
+            out.push(format!(
+                "WARN/ERROR lines about the topic while {} was open or committing (they name no transaction){more}:",
+                l.txn
+            ));
+            out.extend(l.during.iter().map(|line| format!("  {line}")));
+        }
+    }
+    out
+}
+
 /// Print a verdict for people.
 pub fn print_verdict(v: &Verdict, reproduce: Option<&str>) {
     println!("{}", v.summary);
+    let mut shown = BTreeSet::new();
     for m in v.missing.iter().take(20) {
         println!(
             "  missing {} [cause: {}]: {}",
@@ -26,6 +69,9 @@ pub fn print_verdict(v: &Verdict, reproduce: Option<&str>) {
         );
         for e in m.evidence.iter().take(4) {
             println!("    evidence: {e}");
+        }
+        for line in broker_log_text(&m.broker_log, &mut shown) {
+            println!("    {line}");
         }
     }
     for d in v.duplicates.iter().take(20) {
@@ -39,6 +85,9 @@ pub fn print_verdict(v: &Verdict, reproduce: Option<&str>) {
         );
         for e in d.evidence.iter().take(4) {
             println!("    evidence: {e}");
+        }
+        for line in broker_log_text(&d.broker_log, &mut shown) {
+            println!("    {line}");
         }
         for (value, ids) in d.what.message_ids.iter().take(3) {
             let ids: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
@@ -224,3 +273,6 @@ pub async fn verify(args: VerifyArgs) -> Result<i32> {
     }
     Ok(exit_code(&verdict))
 }
+
+#[cfg(test)]
+mod tests;

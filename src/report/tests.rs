@@ -592,3 +592,62 @@ fn index_lists_iterations_with_relative_links() {
     assert_eq!(html.matches("href=\"#iteration-").count(), 3 + 2);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn broker_lines(t: TxnId) -> crate::brokerlog::TxnLog {
+    let line = |line: u64, level: &str, message: &str| crate::brokerlog::BrokerLine {
+        node: "standalone".into(),
+        file: "logs/standalone.log".into(),
+        line,
+        level: level.into(),
+        time: "2026-11-30T16:37:09,076".into(),
+        message: message.into(),
+    };
+    crate::brokerlog::TxnLog {
+        txn: t,
+        named: vec![line(
+            599,
+            "WARN",
+            &format!("TopicTransactionBuffer: Successes to abort low water mark for txn [{t}], topic [persistent://public/default/eos-lwm-partition-2], lowWaterMark [225] <script>x</script>"),
+        )],
+        named_more: 2,
+        during: vec![line(
+            404,
+            "ERROR",
+            "TransactionBufferHandlerImpl: endTxn error topic: [persistent://public/default/eos-lwm-partition-2]",
+        )],
+        during_more: 0,
+    }
+}
+
+/// Issue 18: the broker lines about an anomaly's transaction are quoted under it, with file
+/// and line, once per transaction (later anomalies of the same transaction link to them).
+#[test]
+fn broker_lines_are_quoted_under_the_anomaly_once_per_transaction() {
+    let mut f = fixture("brokerlog");
+    let t = f.verdict.attempts[0].txn;
+    f.verdict.missing[0].broker_log = vec![broker_lines(t)];
+    f.verdict.duplicates[0].broker_log = vec![broker_lines(t)];
+    write_html(&f.dir, &f.info, &f.plan, &f.verdict).unwrap();
+    let html = std::fs::read_to_string(f.dir.file("report.html")).unwrap();
+    let anchor = format!("id=\"log-{}-{}\"", t.most, t.least);
+    assert_eq!(html.matches(&anchor).count(), 1, "{html}");
+    assert!(
+        html.contains(&format!(
+            "Broker log lines naming {t} (the first 1; 2 more name it)</div><pre class=\"log\"><span>logs/standalone.log:599 2026-11-30T16:37:09,076 WARN TopicTransactionBuffer: Successes to abort low water mark for txn [{t}]"
+        )),
+        "{html}"
+    );
+    assert!(html.contains("lowWaterMark [225] &lt;script&gt;x&lt;/script&gt;</span>"));
+    assert!(html.contains(&format!(
+        "WARN/ERROR lines about the topic logged while {t} was open or committing (they name no transaction)</div><pre class=\"log\"><span>logs/standalone.log:404 2026-11-30T16:37:09,076 ERROR TransactionBufferHandlerImpl: endTxn error topic"
+    )));
+    // The second anomaly of the same transaction links to the lines, in the page.
+    assert!(html.contains(&format!(
+        "Broker log about {t}: <a href=\"#log-{}-{}\">quoted above</a>",
+        t.most, t.least
+    )));
+    assert!(!html.to_lowercase().contains("<script"));
+    // Without lines, no trace of them.
+    let (_, plain) = render("brokerlog-none");
+    assert!(!plain.contains("class=\"brokerlog"), "{plain}");
+}

@@ -7,6 +7,7 @@ mod cli;
 mod cluster;
 mod durability;
 mod faults;
+mod findings;
 mod produce;
 mod recheck;
 mod replyloss;
