@@ -11,7 +11,10 @@
 //! A frame is `[total size: u32 BE][command size: u32 BE][BaseCommand][metadata + payload]`;
 //! the proxy decodes the command only and forwards the bytes it read unchanged. In the client
 //! to broker direction it notes which transaction each SEND carries, so a dropped SEND_RECEIPT
-//! (which names no transaction) can be recorded with its transaction.
+//! (which names no transaction) can be recorded with its transaction, and the action of each
+//! END_TXN, so that an `end_txn` fault drops the replies to commits only: an ABORT's reply
+//! lost would make an abort's outcome unknown, which is not the ambiguous commit the fault is
+//! for (and its closed connection would make other transactions' commits ambiguous by chance).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -130,6 +133,22 @@ pub fn send_of(c: &BaseCommand) -> Option<((u64, u64), TxnId)> {
         (s.producer_id, s.sequence_id),
         txn_of(s.txnid_most_bits, s.txnid_least_bits)?,
     ))
+}
+
+/// The request id and action (`TxnAction` as sent) of an END_TXN request.
+pub fn end_txn_of(c: &BaseCommand) -> Option<(u64, Option<i32>)> {
+    if Type::try_from(c.r#type).ok()? != Type::EndTxn {
+        return None;
+    }
+    let e = c.end_txn.as_ref()?;
+    Some((e.request_id, e.txn_action))
+}
+
+/// Whether a fault may drop `reply`: an END_TXN reply only when it answers a COMMIT
+/// (`action`: what the END_TXN with the same request id asked, if the proxy saw it).
+pub fn may_drop(reply: &Reply, action: Option<i32>) -> bool {
+    reply.kind != ReplyKind::EndTxn
+        || action == Some(pulsar::message::proto::TxnAction::Commit as i32)
 }
 
 /// How an armed fault picks the replies it drops.
@@ -304,8 +323,10 @@ impl ReplyLossProxy {
         let (mut client_rd, mut client_wr) = client.into_split();
         let (mut server_rd, mut server_wr) = server.into_split();
         let sends: Arc<Mutex<HashMap<(u64, u64), TxnId>>> = Arc::new(Mutex::new(HashMap::new()));
-        // Client to broker: forwarded as read, SENDs noted.
+        let actions: Arc<Mutex<HashMap<u64, Option<i32>>>> = Arc::new(Mutex::new(HashMap::new()));
+        // Client to broker: forwarded as read, SENDs and END_TXN actions noted.
         let noted = sends.clone();
+        let noted_actions = actions.clone();
         let upstream_task = tokio::spawn(async move {
             let mut buf = BytesMut::with_capacity(64 * 1024);
             loop {
@@ -321,6 +342,9 @@ impl ReplyLossProxy {
                             if let Ok(c) = command_of(&buf[at..at + len]) {
                                 if let Some((key, txn)) = send_of(&c) {
                                     noted.lock().expect("lock").insert(key, txn);
+                                }
+                                if let Some((rid, action)) = end_txn_of(&c) {
+                                    noted_actions.lock().expect("lock").insert(rid, action);
                                 }
                             }
                             at += len;
@@ -365,9 +389,18 @@ impl ReplyLossProxy {
                             self.record_drop(&fault, &reply, txn, upstream, n);
                             break 'conn;
                         }
-                    } else if let Some(fault) = self.should_drop(reply.kind) {
-                        self.record_drop(&fault, &reply, reply.txn, upstream, n);
-                        break 'conn;
+                    } else {
+                        let action = if reply.kind == ReplyKind::EndTxn {
+                            actions.lock().expect("lock").remove(&reply.request_id).flatten()
+                        } else {
+                            None
+                        };
+                        if may_drop(&reply, action) {
+                            if let Some(fault) = self.should_drop(reply.kind) {
+                                self.record_drop(&fault, &reply, reply.txn, upstream, n);
+                                break 'conn;
+                            }
+                        }
                     }
                 }
                 if client_wr.write_all(&frame).await.is_err() {
@@ -562,6 +595,38 @@ mod tests {
             send_of(&command_of(&encode(plain, Some(b"1"))).unwrap()),
             None
         );
+    }
+
+    #[test]
+    fn only_the_replies_to_commits_are_droppable_end_txn_replies() {
+        let end_txn = |rid: u64, action: proto::TxnAction| BaseCommand {
+            r#type: Type::EndTxn as i32,
+            end_txn: Some(proto::CommandEndTxn {
+                request_id: rid,
+                txnid_least_bits: Some(4),
+                txnid_most_bits: Some(0),
+                txn_action: Some(action as i32),
+            }),
+            ..Default::default()
+        };
+        let c = command_of(&encode(end_txn(7, proto::TxnAction::Commit), None)).unwrap();
+        assert_eq!(end_txn_of(&c), Some((7, Some(proto::TxnAction::Commit as i32))));
+        let a = command_of(&encode(end_txn(8, proto::TxnAction::Abort), None)).unwrap();
+        assert_eq!(end_txn_of(&a), Some((8, Some(proto::TxnAction::Abort as i32))));
+        assert_eq!(end_txn_of(&command_of(&encode(end_txn_response(3), None)).unwrap()), None);
+        let reply = reply_of(&command_of(&encode(end_txn_response(7), None)).unwrap()).unwrap();
+        assert!(may_drop(&reply, Some(proto::TxnAction::Commit as i32)));
+        // The reply to an abort, or to an END_TXN the proxy did not see, is forwarded.
+        assert!(!may_drop(&reply, Some(proto::TxnAction::Abort as i32)));
+        assert!(!may_drop(&reply, None));
+        // Other kinds do not depend on an END_TXN.
+        let receipt = Reply {
+            kind: ReplyKind::SendReceipt,
+            request_id: 1,
+            txn: None,
+            send_key: Some((1, 1)),
+        };
+        assert!(may_drop(&receipt, None));
     }
 
     #[test]

@@ -301,6 +301,38 @@ fn a_send_dropped_as_a_duplicate_fails_and_a_run_with_deduplication_passes() {
         // The producer goes on above the dropped id.
         let d = p.send(Some(txn), b"2".to_vec(), timeout).await.unwrap();
         assert!(d.sequence_id > b.sequence_id, "{d:?}");
+        // Point 5's ordering: 200 SENDs raced from 50 tasks on one producer. Each sequence id
+        // is handed out and its SEND queued under one lock, so they leave in order and the
+        // broker (deduplication on) drops none; were the id taken before the queueing without
+        // the lock, a later id could overtake an earlier one and the earlier be dropped as a
+        // duplicate.
+        let p = std::sync::Arc::new(p);
+        let mut tasks = Vec::new();
+        for t in 0..50u64 {
+            let p = p.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut out = Vec::new();
+                for i in 0..4u64 {
+                    out.push(
+                        p.send(Some(txn), format!("{}", 100 + t * 4 + i).into_bytes(), timeout)
+                            .await,
+                    );
+                }
+                out
+            }));
+        }
+        let mut ids = Vec::new();
+        for task in tasks {
+            for r in task.await.unwrap() {
+                match r {
+                    Ok(sent) => ids.push(sent.sequence_id),
+                    Err(e) => panic!("a concurrent SEND failed (out of order?): {e:?}"),
+                }
+            }
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), 200, "every SEND got its own sequence id");
         tcs.end_txn(txn, TxnAction::Abort).await.unwrap();
     });
 
