@@ -18,7 +18,6 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::checker::{AttemptRecord, NO_TXN};
 use crate::history::{Event, EventBody, TxnId};
 use crate::stall::parse_log_time;
 
@@ -134,13 +133,24 @@ impl WallClock {
     }
 }
 
+/// An attempt as the scan needs it: its transaction, when it opened and when it first learned
+/// an outcome (run ms; the checker's `AttemptRecord::opened` makes one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Opened {
+    pub txn: TxnId,
+    pub opened_ms: u64,
+    pub outcome_ms: Option<u64>,
+}
+
 /// The transactions to look for, each with the Unix-ms windows in which its attempt was open
 /// or committing: one per attempt, from its opening to the first outcome it learned (none
-/// when it learned nothing). Placeholder transactions of runs without transactions are left
-/// out.
-pub fn queries(attempts: &[AttemptRecord], clock: &WallClock) -> BTreeMap<TxnId, Vec<(u64, u64)>> {
+/// when it learned nothing).
+pub fn queries(
+    attempts: impl IntoIterator<Item = Opened>,
+    clock: &WallClock,
+) -> BTreeMap<TxnId, Vec<(u64, u64)>> {
     let mut out: BTreeMap<TxnId, Vec<(u64, u64)>> = BTreeMap::new();
-    for a in attempts.iter().filter(|a| a.txn.most != NO_TXN) {
+    for a in attempts {
         let windows = out.entry(a.txn).or_default();
         let window = a.outcome_ms.and_then(|end| {
             Some((

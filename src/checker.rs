@@ -832,6 +832,18 @@ pub struct AttemptRecord {
     pub faults: Vec<String>,
 }
 
+impl AttemptRecord {
+    /// The attempt as the broker-log scan needs it; None for the placeholder transaction of a
+    /// run without transactions.
+    pub fn opened(&self) -> Option<crate::brokerlog::Opened> {
+        (self.txn.most != NO_TXN).then_some(crate::brokerlog::Opened {
+            txn: self.txn,
+            opened_ms: self.opened_ms,
+            outcome_ms: self.outcome_ms,
+        })
+    }
+}
+
 /// Whose doing an anomaly is, as the evidence shows it. See README, "How a verdict is graded".
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

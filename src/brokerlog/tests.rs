@@ -1,5 +1,4 @@
 use super::*;
-use crate::history::Outcome;
 
 fn txn(least: u64) -> TxnId {
     TxnId { most: 0, least }
@@ -264,24 +263,11 @@ fn the_low_water_mark_abort_is_named_in_plain_words() {
     assert_eq!(known_cause(&got[0]), None);
 }
 
-fn attempt(n: u64, least: u64, opened: u64, outcome: Option<u64>) -> AttemptRecord {
-    AttemptRecord {
-        attempt: n,
+fn attempt(least: u64, opened: u64, outcome: Option<u64>) -> Opened {
+    Opened {
         txn: txn(least),
-        numbers: vec![(0, 10)],
         opened_ms: opened,
         outcome_ms: outcome,
-        ended_ms: outcome,
-        outcome: outcome.map(|_| Outcome::Committed),
-        detail: String::new(),
-        resolved: None,
-        commit_tries: 1,
-        resent: false,
-        resend_reason: None,
-        withheld: false,
-        withheld_reason: None,
-        replies_dropped: Vec::new(),
-        faults: Vec::new(),
     }
 }
 
@@ -311,14 +297,11 @@ fn attempts_become_transactions_with_wall_clock_windows() {
     assert_eq!(clock.unix_ms(6_230), Some(1_006_230));
     assert_eq!(clock.unix_ms(50_100), Some(1_070_100));
     assert_eq!(WallClock::default().unix_ms(5), None);
-    let mut placeholder = attempt(4, 9, 0, Some(10));
-    placeholder.txn.most = NO_TXN;
     let q = queries(
-        &[
-            attempt(1, 223, 6_230, Some(7_234)),
-            attempt(2, 224, 6_300, None),
-            attempt(3, 225, 49_000, Some(50_500)),
-            placeholder,
+        [
+            attempt(223, 6_230, Some(7_234)),
+            attempt(224, 6_300, None),
+            attempt(225, 49_000, Some(50_500)),
         ],
         &clock,
     );
