@@ -56,16 +56,6 @@ impl Outcome {
             )
         })
     }
-
-    /// How bad, for the exit code: violation > error/inconclusive/stalled > pass.
-    fn exit_code(self) -> i32 {
-        match self {
-            Outcome::Pass => exit::PASS,
-            Outcome::Violation => exit::VIOLATION,
-            Outcome::Inconclusive | Outcome::Stalled => exit::INCONCLUSIVE,
-            Outcome::Error => exit::INFRASTRUCTURE,
-        }
-    }
 }
 
 impl std::fmt::Display for Outcome {
@@ -177,6 +167,16 @@ pub struct Spread {
 }
 
 impl Spread {
+    /// `7.3s / 7.7s (5)`: median / max (how many).
+    pub fn text(&self) -> String {
+        format!(
+            "{:.1}s / {:.1}s ({})",
+            self.median_ms as f64 / 1000.0,
+            self.max_ms as f64 / 1000.0,
+            self.n
+        )
+    }
+
     pub fn of(xs: &[u64]) -> Option<Spread> {
         let mut v = xs.to_vec();
         v.sort_unstable();
@@ -288,11 +288,8 @@ impl Matrix {
                         .filter_map(|(k, xs)| Spread::of(&xs).map(|s| (k, s)))
                         .collect(),
                     throughput_median: (!tp.is_empty()).then(|| tp[(tp.len() - 1) / 2]),
-                    as_expected: (!expected.is_empty()).then(|| {
-                        runs.iter()
-                            .filter(|r| r.outcome.meets(&expected))
-                            .count() as u64
-                    }),
+                    as_expected: (!expected.is_empty())
+                        .then(|| runs.iter().filter(|r| r.outcome.meets(&expected)).count() as u64),
                     expected,
                     likely_causes,
                 }
@@ -303,32 +300,15 @@ impl Matrix {
     /// The exit code: the worst outcome of any run (violation, then inconclusive or stalled,
     /// then an error). Infrastructure only when no run produced a verdict at all.
     pub fn exit_code(&self) -> i32 {
-        let verdicts: Vec<Outcome> = self
-            .runs
-            .iter()
-            .map(|r| r.outcome)
-            .filter(|o| *o != Outcome::Error)
-            .collect();
-        let errors = self.runs.len() - verdicts.len();
-        if self.runs.is_empty() {
-            return exit::INFRASTRUCTURE;
-        }
-        if verdicts.is_empty() {
-            return exit::INFRASTRUCTURE;
-        }
-        let worst = verdicts
-            .iter()
-            .map(|o| o.exit_code())
-            .max_by_key(|c| match *c {
-                exit::VIOLATION => 2,
-                exit::INCONCLUSIVE => 1,
-                _ => 0,
-            })
-            .unwrap_or(exit::PASS);
-        if worst == exit::PASS && errors > 0 {
+        let has = |o: Outcome| self.runs.iter().any(|r| r.outcome == o);
+        if self.runs.iter().all(|r| r.outcome == Outcome::Error) {
+            exit::INFRASTRUCTURE
+        } else if has(Outcome::Violation) {
+            exit::VIOLATION
+        } else if has(Outcome::Inconclusive) || has(Outcome::Stalled) || has(Outcome::Error) {
             exit::INCONCLUSIVE
         } else {
-            worst
+            exit::PASS
         }
     }
 
@@ -376,9 +356,7 @@ impl Matrix {
                 r.ambiguous,
                 r.duplicate_copies,
                 r.missing,
-                r.throughput_median
-                    .map(|x| format!("{x:.0}"))
-                    .unwrap_or_else(|| "-".into()),
+                throughput_text(r),
                 expectation_text(r)
             ));
         }
@@ -391,13 +369,7 @@ impl Matrix {
                     .rows
                     .iter()
                     .map(|r| match r.recovery.get(k) {
-                        Some(s) => format!(
-                            "{} {:.1}s / {:.1}s ({})",
-                            r.version,
-                            s.median_ms as f64 / 1000.0,
-                            s.max_ms as f64 / 1000.0,
-                            s.n
-                        ),
+                        Some(s) => format!("{} {}", r.version, s.text()),
                         None => format!("{} -", r.version),
                     })
                     .collect();
@@ -456,6 +428,13 @@ pub fn cause_key(cause: &str) -> String {
         }
     }
     crate::stall::shape(cause)
+}
+
+/// The median throughput as a whole number of msg/s, or `-`.
+pub fn throughput_text(r: &VersionRow) -> String {
+    r.throughput_median
+        .map(|x| format!("{x:.0}"))
+        .unwrap_or_else(|| "-".into())
 }
 
 /// `pass: 5/5`, `stalled: 3/5`, or `-` without an expectation.

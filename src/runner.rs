@@ -818,10 +818,7 @@ fn broker_log_of(
         Ok(events) => WallClock::from_history(events),
         Err(_) => WallClock::default(),
     };
-    let txns = brokerlog::queries(
-        verdict.attempts.iter().filter_map(|a| a.opened()),
-        &clock,
-    );
+    let txns = brokerlog::queries(verdict.attempts.iter().filter_map(|a| a.opened()), &clock);
     let files: Vec<(String, &str, &str)> = all
         .iter()
         .filter(|(role, _, _)| matches!(role, Role::Broker | Role::Standalone))

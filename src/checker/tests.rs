@@ -1776,7 +1776,10 @@ fn a_context_without_broker_lines_loads() {
 fn an_attempt_is_scanned_for_in_the_brokers_logs_unless_it_is_the_placeholder() {
     let mut a = AttemptRecord {
         attempt: 1,
-        txn: TxnId { most: 0, least: 223 },
+        txn: TxnId {
+            most: 0,
+            least: 223,
+        },
         numbers: vec![(0, 10)],
         opened_ms: 6_230,
         outcome_ms: Some(7_234),
@@ -1795,7 +1798,10 @@ fn an_attempt_is_scanned_for_in_the_brokers_logs_unless_it_is_the_placeholder() 
     assert_eq!(
         a.opened(),
         Some(crate::brokerlog::Opened {
-            txn: TxnId { most: 0, least: 223 },
+            txn: TxnId {
+                most: 0,
+                least: 223
+            },
             opened_ms: 6_230,
             outcome_ms: Some(7_234),
         })

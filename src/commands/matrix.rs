@@ -38,8 +38,7 @@ pub fn reproduce_command(scenario_file: &Path, seed: u64, version: &str) -> Stri
 
 fn write_outputs(dir: &Path, m: &Matrix) -> Result<()> {
     let json = serde_json::to_string_pretty(m).expect("matrices serialize");
-    std::fs::write(dir.join("matrix.json"), json + "\n")
-        .map_err(Error::io("write matrix.json"))?;
+    std::fs::write(dir.join("matrix.json"), json + "\n").map_err(Error::io("write matrix.json"))?;
     std::fs::write(dir.join("matrix.txt"), m.table()).map_err(Error::io("write matrix.txt"))?;
     std::fs::write(dir.join("matrix.html"), crate::report::matrix::page(m))
         .map_err(Error::io("write matrix.html"))?;
@@ -100,10 +99,7 @@ pub async fn matrix(args: MatrixArgs) -> Result<i32> {
             sv.set_pulsar_version(version).map_err(Error::Usage)?;
             let expected = s.expect.get(version).map(|e| e.as_slice());
             let reproduce = reproduce_command(&args.scenario, seed, version);
-            eprintln!(
-                "matrix: {version} run {index}/{}, seed {seed}",
-                args.times
-            );
+            eprintln!("matrix: {version} run {index}/{}, seed {seed}", args.times);
             let out: PathBuf = dir.join(version);
             let req = Request {
                 scenario: sv,

@@ -70,12 +70,7 @@ fn causes_count_under_the_upstream_issue_they_name() {
 }
 
 fn record(version: &str, i: u32, v: &Verdict, expect: Option<&[Expected]>) -> RunRecord {
-    RunRecord::from_verdict(
-        at(version, i),
-        v,
-        Some(1000.0 * f64::from(i)),
-        expect,
-    )
+    RunRecord::from_verdict(at(version, i), v, Some(1000.0 * f64::from(i)), expect)
 }
 
 fn at(version: &str, i: u32) -> RunAt {
@@ -127,9 +122,15 @@ fn rows_sum_each_version_and_compare_with_the_expectation() {
     let old_exp = [Expected::Stalled];
     let new_exp = [Expected::Pass];
     let mut pass = verdict(&(0..10).collect::<Vec<_>>());
-    pass.faults = vec![fault("bookie_restart", Some(3000)), fault("bookie_restart", None)];
+    pass.faults = vec![
+        fault("bookie_restart", Some(3000)),
+        fault("bookie_restart", None),
+    ];
     let mut pass2 = pass.clone();
-    pass2.faults = vec![fault("bookie_restart", Some(1000)), fault("topic_unload", Some(500))];
+    pass2.faults = vec![
+        fault("bookie_restart", Some(1000)),
+        fault("topic_unload", Some(500)),
+    ];
     let mut m = Matrix {
         scenario: "s".into(),
         scenario_file: "s.yaml".into(),
@@ -155,13 +156,23 @@ fn rows_sum_each_version_and_compare_with_the_expectation() {
     m.summarize(&expect);
     let old = &m.rows[0];
     assert_eq!(old.version, "4.0.7");
-    assert_eq!((old.runs, old.pass, old.stalled, old.inconclusive), (3, 1, 2, 0));
+    assert_eq!(
+        (old.runs, old.pass, old.stalled, old.inconclusive),
+        (3, 1, 2, 0)
+    );
     assert_eq!(old.as_expected, Some(2));
     assert_eq!(old.likely_causes.get("apache/pulsar#24945"), Some(&2));
-    assert_eq!(old.missing, 0, "a stalled run's unsent numbers are not a loss");
+    assert_eq!(
+        old.missing, 0,
+        "a stalled run's unsent numbers are not a loss"
+    );
     let new = &m.rows[1];
     assert_eq!((new.runs, new.pass, new.error), (3, 2, 1));
-    assert_eq!(new.as_expected, Some(2), "an error never meets an expectation");
+    assert_eq!(
+        new.as_expected,
+        Some(2),
+        "an error never meets an expectation"
+    );
     // Recovery per kind over every fault of that kind; a fault with no recovery is left out.
     let b = new.recovery["bookie_restart"];
     assert_eq!((b.n, b.median_ms, b.max_ms), (2, 1000, 3000));
@@ -207,14 +218,25 @@ fn the_exit_code_is_the_worst_verdict() {
     assert_eq!(m.exit_code(), exit::INFRASTRUCTURE, "no run gave a verdict");
     let pass = verdict(&(0..10).collect::<Vec<_>>());
     m.runs.push(record("4.2.4", 2, &pass, None));
-    assert_eq!(m.exit_code(), exit::INCONCLUSIVE, "a run that could not run is not a pass");
+    assert_eq!(
+        m.exit_code(),
+        exit::INCONCLUSIVE,
+        "a run that could not run is not a pass"
+    );
     m.runs.remove(0);
     assert_eq!(m.exit_code(), exit::PASS);
     m.runs.push(record("4.2.4", 3, &stalled(), None));
     assert_eq!(m.exit_code(), exit::INCONCLUSIVE);
-    m.runs
-        .push(record("4.2.4", 4, &verdict(&(0..9).collect::<Vec<_>>()), None));
+    m.runs.push(record(
+        "4.2.4",
+        4,
+        &verdict(&(0..9).collect::<Vec<_>>()),
+        None,
+    ));
     assert_eq!(m.exit_code(), exit::VIOLATION);
     m.summarize(&BTreeMap::new());
-    assert_eq!(m.rows[0].missing, 1, "only the violation's missing number counts");
+    assert_eq!(
+        m.rows[0].missing, 1,
+        "only the violation's missing number counts"
+    );
 }

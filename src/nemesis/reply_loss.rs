@@ -391,7 +391,11 @@ impl ReplyLossProxy {
                         }
                     } else {
                         let action = if reply.kind == ReplyKind::EndTxn {
-                            actions.lock().expect("lock").remove(&reply.request_id).flatten()
+                            actions
+                                .lock()
+                                .expect("lock")
+                                .remove(&reply.request_id)
+                                .flatten()
                         } else {
                             None
                         };
@@ -610,10 +614,19 @@ mod tests {
             ..Default::default()
         };
         let c = command_of(&encode(end_txn(7, proto::TxnAction::Commit), None)).unwrap();
-        assert_eq!(end_txn_of(&c), Some((7, Some(proto::TxnAction::Commit as i32))));
+        assert_eq!(
+            end_txn_of(&c),
+            Some((7, Some(proto::TxnAction::Commit as i32)))
+        );
         let a = command_of(&encode(end_txn(8, proto::TxnAction::Abort), None)).unwrap();
-        assert_eq!(end_txn_of(&a), Some((8, Some(proto::TxnAction::Abort as i32))));
-        assert_eq!(end_txn_of(&command_of(&encode(end_txn_response(3), None)).unwrap()), None);
+        assert_eq!(
+            end_txn_of(&a),
+            Some((8, Some(proto::TxnAction::Abort as i32)))
+        );
+        assert_eq!(
+            end_txn_of(&command_of(&encode(end_txn_response(3), None)).unwrap()),
+            None
+        );
         let reply = reply_of(&command_of(&encode(end_txn_response(7), None)).unwrap()).unwrap();
         assert!(may_drop(&reply, Some(proto::TxnAction::Commit as i32)));
         // The reply to an abort, or to an END_TXN the proxy did not see, is forwarded.

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::{esc, page_start};
-use crate::matrix::{expectation_text, Matrix, Outcome};
+use crate::matrix::{expectation_text, throughput_text, Matrix, Outcome};
 
 fn outcome_class(o: Outcome) -> &'static str {
     match o {
@@ -34,15 +34,7 @@ pub fn page(m: &Matrix) -> String {
         let recovery: Vec<String> = r
             .recovery
             .iter()
-            .map(|(k, s)| {
-                format!(
-                    "{} {:.1}s / {:.1}s ({})",
-                    esc(k),
-                    s.median_ms as f64 / 1000.0,
-                    s.max_ms as f64 / 1000.0,
-                    s.n
-                )
-            })
+            .map(|(k, s)| format!("{} {}", esc(k), s.text()))
             .collect();
         let exp_class = match r.as_expected {
             Some(n) if n == r.runs => "pass",
@@ -62,9 +54,7 @@ pub fn page(m: &Matrix) -> String {
             r.ambiguous,
             r.duplicate_copies,
             r.missing,
-            r.throughput_median
-                .map(|x| format!("{x:.0}"))
-                .unwrap_or_else(|| "-".into()),
+            throughput_text(r),
             recovery.join("<br>"),
             esc(&expectation_text(r))
         );
@@ -109,6 +99,8 @@ pub fn page(m: &Matrix) -> String {
             esc(&r.reproduce)
         );
     }
-    h.push_str("</tbody></table>\n<footer>pulsar-chaos matrix</footer>\n</main>\n</body>\n</html>\n");
+    h.push_str(
+        "</tbody></table>\n<footer>pulsar-chaos matrix</footer>\n</main>\n</body>\n</html>\n",
+    );
     h
 }

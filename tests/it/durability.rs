@@ -76,6 +76,29 @@ fn logs(dir: &Path) -> String {
     out
 }
 
+/// The run directory under `dir`, once the run has written its run.json (by condition; the
+/// run must not exit first).
+fn wait_run_dir(dir: &Path, child: &mut Child) -> PathBuf {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let found = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|d| d.join("run.json").exists());
+        if let Some(d) = found {
+            return d;
+        }
+        assert!(Instant::now() < deadline, "no run directory: {}", logs(dir));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run exited early: {}",
+            logs(dir)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Start a run, SIGKILL it `kills` times at seeded moments (right after a transaction opened,
 /// while commits are under way, while a resumed run resends), resume it after each kill, and
 /// check the end: PASS, every attempt number used once, and the verdict equal to what an
@@ -111,29 +134,7 @@ fn kill_and_resume(name: &str, seed: u64, kills: usize, faults: &str) {
             .spawn()
             .unwrap()
     };
-    // The run directory, once the run has opened its first transaction.
-    let deadline = Instant::now() + Duration::from_secs(300);
-    let run_dir: PathBuf = loop {
-        let found = std::fs::read_dir(&dir)
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .find(|d| d.join("run.json").exists());
-        if let Some(d) = found {
-            break d;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no run directory: {}",
-            logs(&dir)
-        );
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run exited early: {}",
-            logs(&dir)
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let run_dir = wait_run_dir(&dir, &mut child);
     let info: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
     let _down = Down(info["run_id"].as_str().unwrap().to_string());
@@ -314,8 +315,12 @@ fn a_send_dropped_as_a_duplicate_fails_and_a_run_with_deduplication_passes() {
                 let mut out = Vec::new();
                 for i in 0..4u64 {
                     out.push(
-                        p.send(Some(txn), format!("{}", 100 + t * 4 + i).into_bytes(), timeout)
-                            .await,
+                        p.send(
+                            Some(txn),
+                            format!("{}", 100 + t * 4 + i).into_bytes(),
+                            timeout,
+                        )
+                        .await,
                     );
                 }
                 out
@@ -403,19 +408,7 @@ fn a_run_killed_while_its_broker_is_down_restarts_it_on_resume_and_passes() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(300);
-    let run_dir: PathBuf = loop {
-        let found = std::fs::read_dir(&dir)
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .find(|d| d.join("run.json").exists());
-        if let Some(d) = found {
-            break d;
-        }
-        assert!(Instant::now() < deadline, "no run directory: {}", logs(&dir));
-        assert!(child.try_wait().unwrap().is_none(), "{}", logs(&dir));
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let run_dir = wait_run_dir(&dir, &mut child);
     let info: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
     let _down = Down(info["run_id"].as_str().unwrap().to_string());
@@ -427,7 +420,11 @@ fn a_run_killed_while_its_broker_is_down_restarts_it_on_resume_and_passes() {
         {
             break;
         }
-        assert!(Instant::now() < deadline, "the fault never started: {}", logs(&dir));
+        assert!(
+            Instant::now() < deadline,
+            "the fault never started: {}",
+            logs(&dir)
+        );
         assert!(child.try_wait().unwrap().is_none(), "{}", logs(&dir));
         std::thread::sleep(Duration::from_millis(20));
     }

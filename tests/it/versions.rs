@@ -90,7 +90,11 @@ fn the_matrix_tells_a_version_with_bug_24945_from_one_that_fixed_it() {
     let m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(mdir.join("matrix.json")).unwrap()).unwrap();
     let rows = m["rows"].as_array().unwrap();
-    let row = |v: &str| rows.iter().find(|r| r["version"] == v).unwrap_or_else(|| panic!("{m}"));
+    let row = |v: &str| {
+        rows.iter()
+            .find(|r| r["version"] == v)
+            .unwrap_or_else(|| panic!("{m}"))
+    };
     let (old, new) = (row("4.0.7"), row("4.2.4"));
     assert_eq!(old["runs"], k, "{m}");
     assert_eq!(new["runs"], k, "{m}");
@@ -100,7 +104,10 @@ fn the_matrix_tells_a_version_with_bug_24945_from_one_that_fixed_it() {
         "4.0.7 stalled in fewer than half of the runs: {t}"
     );
     let causes = old["likely_causes"].to_string();
-    assert!(causes.contains("24945"), "the stall does not name #24945: {causes}");
+    assert!(
+        causes.contains("24945"),
+        "the stall does not name #24945: {causes}"
+    );
     // On the version with the fix: every run passes, as the scenario expects.
     assert_eq!(new["pass"], k, "4.2.4 did not pass every run: {t}");
     assert_eq!(new["as_expected"], k, "{m}");
@@ -110,22 +117,34 @@ fn the_matrix_tells_a_version_with_bug_24945_from_one_that_fixed_it() {
     assert!(t.contains("stalled:"), "{t}");
     let page = std::fs::read_to_string(mdir.join("matrix.html")).unwrap();
     for r in m["runs"].as_array().unwrap() {
-        let d = r["run_dir"].as_str().unwrap_or_else(|| panic!("a run without a directory: {r}"));
+        let d = r["run_dir"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a run without a directory: {r}"));
         assert!(mdir.join(d).join("report.html").exists(), "{d}");
         assert!(page.contains(&format!("{d}/report.html")), "{d}");
         assert!(
-            r["reproduce"].as_str().unwrap().contains("--pulsar-version"),
+            r["reproduce"]
+                .as_str()
+                .unwrap()
+                .contains("--pulsar-version"),
             "{r}"
         );
     }
-    assert!(std::fs::read_to_string(mdir.join("matrix.txt")).unwrap().contains("4.2.4"));
+    assert!(std::fs::read_to_string(mdir.join("matrix.txt"))
+        .unwrap()
+        .contains("4.2.4"));
 }
 
 #[test]
 fn the_matrix_refuses_bad_versions_before_anything_starts() {
     let scenario = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scenarios/known-bugs/24945-bookie-restart-stall.yaml");
-    let o = run(&["matrix", scenario.to_str().unwrap(), "--versions", "4.0.7,latest"]);
+    let o = run(&[
+        "matrix",
+        scenario.to_str().unwrap(),
+        "--versions",
+        "4.0.7,latest",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("major.minor.patch"), "{}", text(&o));
     let o = run(&["matrix", scenario.to_str().unwrap(), "--times", "0"]);
