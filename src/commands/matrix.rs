@@ -58,7 +58,7 @@ pub async fn matrix(args: MatrixArgs) -> Result<i32> {
         )));
     }
     let fixed = args.seed.or(s.seed);
-    let master = fixed.unwrap_or_else(crate::seed::fresh_seed);
+    let master = fixed.unwrap_or_else(crate::seed::fresh);
     let seeds = matrix::seeds(fixed, master, args.times);
     let id = crate::commands::cluster::new_run_id();
     let dir = args.out.join(format!("matrix-{}-{id}", s.name));

@@ -170,7 +170,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     let seed = match args.seed.or(s.seed) {
         Some(x) => x,
         None => {
-            let x = crate::seed::fresh_seed();
+            let x = crate::seed::fresh();
             eprintln!("no seed given: drew {x}");
             x
         }

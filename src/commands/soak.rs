@@ -217,7 +217,7 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
     let master = match args.seed.or(s.seed) {
         Some(x) => x,
         None => {
-            let x = crate::seed::fresh_seed();
+            let x = crate::seed::fresh();
             eprintln!("no seed given: drew {x}");
             x
         }

@@ -8,7 +8,6 @@ pub mod locate;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 use std::time::Duration;
 
 pub use file::*;
@@ -484,16 +483,6 @@ pub enum Guard {
 
 /// How long a due fault waits for its guard before it fires anyway (recorded as such).
 pub const GUARD_WAIT: Duration = Duration::from_secs(30);
-
-/// Read and validate a scenario file.
-pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
-        file: file.clone(),
-        source,
-    })?;
-    parse(&file, &text)
-}
 
 /// Parse and validate scenario text; `file` names it in errors.
 pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {

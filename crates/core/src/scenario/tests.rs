@@ -212,16 +212,23 @@ fn sabotage_numbers_must_be_in_range() {
 
 #[test]
 fn bundled_scenarios_are_valid() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    // The repository's scenarios/ and its subdirectories (known-bugs/, findings/).
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let mut dirs = vec![root];
     let mut n = 0;
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().and_then(|e| e.to_str()) == Some("yaml") {
-            load(&path).unwrap_or_else(|e| panic!("{e}"));
-            n += 1;
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().and_then(|e| e.to_str()) == Some("yaml") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                parse(&path.display().to_string(), &text).unwrap_or_else(|e| panic!("{e}"));
+                n += 1;
+            }
         }
     }
-    assert!(n >= 1);
+    assert!(n >= 12, "{n} scenario files");
 }
 
 #[test]

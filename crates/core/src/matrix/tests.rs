@@ -188,11 +188,7 @@ fn rows_sum_each_version_and_compare_with_the_expectation() {
         "{t}"
     );
     assert!(t.contains("bookie_restart"), "{t}");
-    // The page links every run's report and shows each version's line.
-    let page = crate::report::matrix::page(&m);
-    assert!(page.contains("href=\"4.0.7/run-1/report.html\""), "{page}");
-    assert!(page.contains("stalled: 2/3"));
-    assert!(page.contains("not as expected"));
+    // (The page drawn from it, matrix.html, is tested beside it: report/tests.rs.)
     // JSON round trip.
     let back: Matrix = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
     assert_eq!(back, m);

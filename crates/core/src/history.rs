@@ -1,0 +1,199 @@
+//! The run's history: every operation of the producer and every fault as a timestamped event,
+//! one JSON object per line in `history.jsonl`.
+//!
+//! An outcome the producer could not learn is written as `ambiguous`, never as committed or
+//! aborted. When it is resolved later (by a retried commit or a read-back) that is a separate
+//! `txn_resolved` event, so the original uncertainty stays on record.
+
+use serde::{Deserialize, Serialize};
+
+/// A transaction id as the coordinator gave it: (most significant bits = coordinator id, least).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+pub struct TxnId {
+    pub most: u64,
+    pub least: u64,
+}
+
+impl std::fmt::Display for TxnId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "({},{})", self.most, self.least)
+    }
+}
+
+/// What the producer learned of a transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The coordinator confirmed the commit.
+    Committed,
+    /// The transaction definitively did not commit (abort confirmed, or it failed before any
+    /// commit was requested).
+    Aborted,
+    /// A commit was requested and no definitive answer came back.
+    Ambiguous,
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Outcome::Committed => "committed",
+            Outcome::Aborted => "aborted",
+            Outcome::Ambiguous => "ambiguous",
+        })
+    }
+}
+
+/// One line of history.jsonl.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Milliseconds since the run started.
+    pub t_ms: u64,
+    #[serde(flatten)]
+    pub body: EventBody,
+}
+
+/// Half-open number ranges `[start, end)`.
+pub type Ranges = Vec<(u64, u64)>;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EventBody {
+    RunStarted {
+        run_id: String,
+        seed: u64,
+        scenario: String,
+        topic: String,
+        partitions: u32,
+        messages: u64,
+        resend: String,
+        /// Unix time in milliseconds at t_ms = 0.
+        wall_ms: u64,
+    },
+    /// A transaction was opened to carry these numbers. `resend_of` names the attempt whose
+    /// numbers these are again.
+    TxnOpened {
+        attempt: u64,
+        txn: TxnId,
+        numbers: Ranges,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resend_of: Option<u64>,
+    },
+    /// Every SEND of the attempt has its receipt.
+    SendsAcked { attempt: u64, messages: u64 },
+    /// END_TXN COMMIT sent (try 1, 2, ... on the same txn id).
+    CommitRequested {
+        attempt: u64,
+        txn: TxnId,
+        try_no: u32,
+    },
+    /// END_TXN ABORT sent (or the abort was left to the coordinator's timeout).
+    AbortRequested {
+        attempt: u64,
+        txn: TxnId,
+        reason: String,
+    },
+    /// What the producer learned. `detail` carries the broker's error or the timeout.
+    TxnOutcome {
+        attempt: u64,
+        txn: TxnId,
+        outcome: Outcome,
+        detail: String,
+    },
+    /// An ambiguous attempt was later found to have committed or aborted.
+    TxnResolved {
+        attempt: u64,
+        txn: TxnId,
+        resolved: Outcome,
+        how: String,
+    },
+    /// The numbers of an attempt will be sent again in a new transaction.
+    ResendScheduled {
+        attempt: u64,
+        numbers: Ranges,
+        reason: String,
+    },
+    /// The numbers of an ambiguous attempt will not be sent again (resend policy).
+    ResendWithheld {
+        attempt: u64,
+        numbers: Ranges,
+        reason: String,
+    },
+    /// A fault began. `action` is the exact command or API call.
+    FaultStarted {
+        fault: String,
+        kind: String,
+        target: String,
+        planned_ms: Option<u64>,
+        action: String,
+        detail: String,
+    },
+    /// A fault took effect: the exact command or API call, and how (e.g. which packet-loss
+    /// method). Follows its `fault_started`, which is written just before the action.
+    FaultApplied {
+        fault: String,
+        action: String,
+        detail: String,
+    },
+    /// A fault was healed (or found already gone). `ok` false: the heal failed, see detail.
+    FaultHealed {
+        fault: String,
+        action: String,
+        ok: bool,
+        detail: String,
+    },
+    /// A `reply_loss` fault's proxy dropped a broker reply to the producer and then closed
+    /// that connection. `request_id` is the request the reply answered (for a SEND_RECEIPT,
+    /// which has none, its sequence id); `txn` the transaction the reply named (for a
+    /// SEND_RECEIPT, the one the matching SEND carried).
+    ReplyDropped {
+        fault: String,
+        command: String,
+        request_id: u64,
+        txn: Option<TxnId>,
+    },
+    /// A planned fault did not fire, and why.
+    FaultSkipped { fault: String, reason: String },
+    /// A fault's injection failed (after its `fault_started`, when it got that far).
+    FaultFailed { fault: String, error: String },
+    /// The producer stopped.
+    ProducerFinished {
+        committed: u64,
+        aborted: u64,
+        ambiguous: u64,
+        messages_committed: u64,
+        complete: bool,
+        detail: String,
+    },
+    /// Nothing committed for `idle_ms` (since `since_ms`) with no fault active: the harness
+    /// stopped the producer instead of waiting out the deadline.
+    Stalled {
+        since_ms: u64,
+        idle_ms: u64,
+        detail: String,
+    },
+    /// Free text of note (reconnects, resume, read-back start and end).
+    Note { message: String },
+}
+
+impl EventBody {
+    /// Written and synced before `record` returns. `TxnOpened` is recorded after the attempt's
+    /// journal entry and before its first SEND, so after any crash every attempt that may have
+    /// sent something is in the history (its attempt number is never handed out again), and
+    /// so is every attempt the journal cleared (which happens only after `TxnOpened`).
+    pub fn is_durable(&self) -> bool {
+        matches!(self, EventBody::TxnOpened { .. })
+    }
+
+    /// Events that are few per run (everything but the per-transaction ones).
+    pub fn is_rare(&self) -> bool {
+        !matches!(
+            self,
+            EventBody::TxnOpened { .. }
+                | EventBody::SendsAcked { .. }
+                | EventBody::CommitRequested { .. }
+                | EventBody::TxnOutcome { .. }
+                | EventBody::AbortRequested { .. }
+                | EventBody::ResendScheduled { .. }
+        )
+    }
+}
