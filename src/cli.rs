@@ -299,3 +299,14 @@ pub enum ImageCommand {
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("'{s}' is not a duration like 30s or 2h: {e}"))
 }
+
+impl From<ProgressMode> for crate::progress::Mode {
+    fn from(m: ProgressMode) -> crate::progress::Mode {
+        match m {
+            ProgressMode::Auto => crate::progress::Mode::Auto,
+            ProgressMode::Bar => crate::progress::Mode::Bar,
+            ProgressMode::Plain => crate::progress::Mode::Plain,
+            ProgressMode::None => crate::progress::Mode::None,
+        }
+    }
+}

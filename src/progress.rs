@@ -18,17 +18,6 @@ pub enum Mode {
     None,
 }
 
-impl From<crate::cli::ProgressMode> for Mode {
-    fn from(m: crate::cli::ProgressMode) -> Mode {
-        match m {
-            crate::cli::ProgressMode::Auto => Mode::Auto,
-            crate::cli::ProgressMode::Bar => Mode::Bar,
-            crate::cli::ProgressMode::Plain => Mode::Plain,
-            crate::cli::ProgressMode::None => Mode::None,
-        }
-    }
-}
-
 pub struct Progress {
     task: Option<tokio::task::JoinHandle<()>>,
     stop: Arc<tokio::sync::Notify>,

@@ -2022,29 +2022,6 @@ pub struct Case {
     pub failure: Option<(String, String, String)>,
 }
 
-impl Case {
-    pub fn from_outcome(o: &crate::runner::Outcome) -> Case {
-        let failure = match o.verdict.status {
-            crate::checker::Status::Pass => None,
-            s => Some((
-                s.to_string(),
-                o.verdict.summary.clone(),
-                format!(
-                    "seed {}\nreproduce: {}\nrun directory: {}",
-                    o.info.seed,
-                    o.info.reproduce,
-                    o.run_dir.display()
-                ),
-            )),
-        };
-        Case {
-            name: format!("{} seed {}", o.info.scenario, o.info.seed),
-            seconds: o.elapsed.as_secs_f64(),
-            failure,
-        }
-    }
-}
-
 /// Write a JUnit XML file with one test suite.
 pub fn write_junit(path: &std::path::Path, suite: &str, cases: &[Case]) -> Result<()> {
     let failures = cases.iter().filter(|c| c.failure.is_some()).count();

@@ -68,6 +68,31 @@ pub struct Outcome {
     pub producer: workload::Report,
 }
 
+impl Outcome {
+    /// The run as one JUnit test case.
+    pub fn junit_case(&self) -> crate::report::Case {
+        let o = self;
+        let failure = match o.verdict.status {
+            crate::checker::Status::Pass => None,
+            s => Some((
+                s.to_string(),
+                o.verdict.summary.clone(),
+                format!(
+                    "seed {}\nreproduce: {}\nrun directory: {}",
+                    o.info.seed,
+                    o.info.reproduce,
+                    o.run_dir.display()
+                ),
+            )),
+        };
+        crate::report::Case {
+            name: format!("{} seed {}", o.info.scenario, o.info.seed),
+            seconds: o.elapsed.as_secs_f64(),
+            failure,
+        }
+    }
+}
+
 /// The command that reproduces a run.
 pub fn reproduce_command(scenario_file: &Path, seed: u64) -> String {
     format!("pulsar-chaos run {} --seed {seed}", scenario_file.display())
@@ -164,7 +189,7 @@ pub async fn start_cluster(
     keep: bool,
 ) -> Result<(Cluster, String)> {
     let (engine, img) =
-        crate::commands::cluster::engine_and_image(image, &spec.pulsar_version).await?;
+        crate::cluster::image::engine_and_image(image, &spec.pulsar_version).await?;
     eprintln!("starting {} (run {run_id})", describe_topology(spec));
     let cluster = Cluster::up(engine, spec, run_id, &img, keep).await?;
     if let Err(e) = crate::ready::wait_ready(&cluster, spec.ready_timeout).await {
@@ -176,7 +201,7 @@ pub async fn start_cluster(
 
 /// Run a scenario from the start.
 pub async fn run(req: Request) -> Result<Outcome> {
-    let run_id = crate::commands::cluster::new_run_id();
+    let run_id = crate::rundir::new_run_id();
     let _guard = RunGuard::with_keep(&run_id, req.keep_cluster);
     let dir = RunDir::create(&req.out, &req.scenario.name, &run_id)?;
     dir.write("scenario.yaml", &req.scenario.resolved_yaml())?;

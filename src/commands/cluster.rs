@@ -2,38 +2,14 @@
 
 use crate::cli::{ClusterUpArgs, TopologyArg};
 use crate::cluster::engine::Engine;
+use crate::cluster::image::engine_and_image;
 use crate::cluster::{self, image, Cluster};
 use crate::error::{Error, Result};
 use crate::exit;
 use crate::lifecycle::RunGuard;
 use crate::nemesis;
+use crate::rundir::new_run_id;
 use crate::scenario::{DockerCluster, Topology};
-
-/// A short id for a run: time and process, in hex.
-pub fn new_run_id() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let mut r = crate::seed::Rng::new(nanos ^ (u64::from(std::process::id()) << 20));
-    format!("{:08x}", r.next_u64() as u32)
-}
-
-/// Connect to Docker and pick the image of a Pulsar version (printing which one and why).
-pub async fn engine_and_image(named: Option<&str>, version: &str) -> Result<(Engine, String)> {
-    let engine = Engine::connect().await?;
-    let (img, source) = image::resolve(&engine, named, version).await?;
-    match source {
-        image::ImageSource::Local {
-            official_unavailable,
-        } => eprintln!(
-            "image: {img} (built locally; {} unavailable: {official_unavailable})",
-            image::official_image(version)
-        ),
-        _ => eprintln!("image: {img}"),
-    }
-    Ok((engine, img))
-}
 
 pub async fn up(args: ClusterUpArgs) -> Result<i32> {
     let spec = DockerCluster {

@@ -60,7 +60,7 @@ pub async fn matrix(args: MatrixArgs) -> Result<i32> {
     let fixed = args.seed.or(s.seed);
     let master = fixed.unwrap_or_else(crate::seed::fresh);
     let seeds = matrix::seeds(fixed, master, args.times);
-    let id = crate::commands::cluster::new_run_id();
+    let id = crate::rundir::new_run_id();
     let dir = args.out.join(format!("matrix-{}-{id}", s.name));
     std::fs::create_dir_all(&dir).map_err(Error::io(format!("create {}", dir.display())))?;
     eprintln!(

@@ -193,11 +193,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         eprintln!("{}", outcome.verdict.summary);
     }
     if let Some(junit) = &args.junit {
-        crate::report::write_junit(
-            junit,
-            &outcome.info.scenario,
-            &[crate::report::Case::from_outcome(&outcome)],
-        )?;
+        crate::report::write_junit(junit, &outcome.info.scenario, &[outcome.junit_case()])?;
     }
     eprintln!("run directory: {}", outcome.run_dir.display());
     Ok(exit_code(&outcome.verdict))

@@ -222,7 +222,7 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
             x
         }
     };
-    let soak_id = crate::commands::cluster::new_run_id();
+    let soak_id = crate::rundir::new_run_id();
     let dir = args.out.join(format!("soak-{}-{}", s.name, soak_id));
     std::fs::create_dir_all(&dir).map_err(Error::io(format!("create {}", dir.display())))?;
     eprintln!(
