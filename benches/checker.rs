@@ -252,28 +252,18 @@ fn status_kb(field: &str) -> u64 {
 
 /// The CPUs this process may run on.
 fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Vec::new();
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
+    match rustix::thread::sched_getaffinity(None) {
+        Ok(set) => (0..rustix::thread::CpuSet::MAX_CPU)
+            .filter(|&c| set.is_set(c))
+            .collect(),
+        Err(_) => Vec::new(),
     }
 }
 
 fn pin_to(cpu: usize) -> Result<(), String> {
-    // SAFETY: as above; sched_setaffinity reads the set.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(std::io::Error::last_os_error().to_string());
-        }
-    }
-    Ok(())
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu);
+    rustix::thread::sched_setaffinity(None, &set).map_err(|e| e.to_string())
 }
 
 /// One run of one case, in this (child) process. Prints one JSON line.
@@ -318,7 +308,7 @@ fn child(case: Case, n: u64, gen_only: bool) -> ExitCode {
     }
     let secs = t0.elapsed().as_secs_f64();
     let hwm = status_kb("VmHWM");
-    let cpu = unsafe { libc::sched_getcpu() };
+    let cpu = rustix::thread::sched_getcpu();
     println!(
         "{}",
         serde_json::json!({

@@ -449,9 +449,10 @@ fn chromium(work: &Path, page: &Path, args: &[String]) -> Ran {
         }
         if Instant::now() > deadline {
             // The whole process group: Chromium's helpers too.
-            unsafe {
-                libc::kill(-(child.id() as i32), libc::SIGKILL);
-            }
+            let _ = rustix::process::kill_process_group(
+                rustix::process::Pid::from_child(&child),
+                rustix::process::Signal::KILL,
+            );
             let _ = child.wait();
             panic!("chromium did not finish within 120 s");
         }

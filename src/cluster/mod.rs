@@ -762,10 +762,12 @@ impl Cluster {
         node: &Node,
         pid: Option<i64>,
     ) -> Result<&'static str, ClusterError> {
-        if let Some(pid) = pid.filter(|p| *p > 1) {
-            // SAFETY: kill(2) with a plain pid and signal number has no memory effects.
-            let r = unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-            if r == 0 {
+        let pid = pid
+            .filter(|p| *p > 1)
+            .and_then(|p| i32::try_from(p).ok())
+            .and_then(rustix::process::Pid::from_raw);
+        if let Some(pid) = pid {
+            if rustix::process::kill_process(pid, rustix::process::Signal::KILL).is_ok() {
                 return Ok("kill(2)");
             }
         }

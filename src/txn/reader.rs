@@ -62,7 +62,17 @@ fn entry_key(id: &MessageIdData) -> (u64, u64) {
 /// Decompress an entry's payload.
 pub fn decompress(md: &MessageMetadata, data: Vec<u8>) -> Result<Vec<u8>, String> {
     let size = md.uncompressed_size.unwrap_or(0) as usize;
-    match CompressionType::try_from(md.compression.unwrap_or(0)).unwrap_or(CompressionType::None) {
+    let kind =
+        CompressionType::try_from(md.compression.unwrap_or(0)).unwrap_or(CompressionType::None);
+    match kind {
+        CompressionType::None => Ok(data),
+        _ => decompress_with(kind, size, data),
+    }
+}
+
+#[cfg(feature = "compression")]
+fn decompress_with(kind: CompressionType, size: usize, data: Vec<u8>) -> Result<Vec<u8>, String> {
+    match kind {
         CompressionType::None => Ok(data),
         CompressionType::Lz4 => {
             lz4::block::decompress(&data, Some(size as i32)).map_err(|e| format!("lz4: {e}"))
@@ -82,6 +92,13 @@ pub fn decompress(md: &MessageMetadata, data: Vec<u8>) -> Result<Vec<u8>, String
             .decompress_vec(&data)
             .map_err(|e| format!("snappy: {e}")),
     }
+}
+
+#[cfg(not(feature = "compression"))]
+fn decompress_with(kind: CompressionType, _size: usize, _data: Vec<u8>) -> Result<Vec<u8>, String> {
+    Err(format!(
+        "{kind:?}: this pulsar-chaos was built without the `compression` feature"
+    ))
 }
 
 /// Split a batched entry into its messages' payloads.
@@ -401,6 +418,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "compression")]
     fn uncompressed_passes_through_and_lz4_round_trips() {
         let md = MessageMetadata::default();
         assert_eq!(decompress(&md, b"abc".to_vec()).unwrap(), b"abc");

@@ -257,7 +257,10 @@ fn clean_removes_what_a_killed_run_left() {
     )
     .unwrap();
     let run_id = run_json["run_id"].as_str().unwrap().to_string();
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::KILL,
+    );
     let _ = child.wait();
     let before = rt().block_on(leftovers(&run_id));
     assert!(

@@ -174,7 +174,10 @@ fn kill_and_resume(name: &str, seed: u64, kills: usize, faults: &str) {
         // The moment itself is seeded: up to 400 ms after the phase showed.
         let delay = rng.below(400);
         std::thread::sleep(Duration::from_millis(delay));
-        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_child(&child),
+            rustix::process::Signal::KILL,
+        );
         let _ = child.wait();
         let in_flight = std::fs::read_dir(run_dir.join("journal"))
             .unwrap()
@@ -431,7 +434,10 @@ fn a_run_killed_while_its_broker_is_down_restarts_it_on_resume_and_passes() {
     // At once: Docker may not have noticed the kill(2) yet when the resumed run looks, which
     // is the case that left the broker dead before (a start of a container still counted as
     // running is a no-op).
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::KILL,
+    );
     let _ = child.wait();
     let mut child = resume(&run_dir, &dir.join("segment-1.log"));
     let status = child.wait().unwrap();

@@ -358,7 +358,10 @@ fn sigint_mid_fault_heals_it_and_removes_the_cluster() {
         !pulsar_chaos::nemesis::journal::outstanding(&run_id).is_empty(),
         "the fault is journaled while applied"
     );
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let _ = rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::INT,
+    );
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
@@ -403,7 +406,10 @@ fn sigint_mid_fault_heals_it_and_removes_the_cluster() {
         std::thread::sleep(Duration::from_millis(100));
     };
     let run_id2 = run_id_of(&run_dir);
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let _ = rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::INT,
+    );
     let out = child.wait_with_output().unwrap();
     assert_eq!(
         out.status.code(),
@@ -435,7 +441,10 @@ fn sigkill_mid_fault_is_undone_by_clean() {
     let mut child = spawn_run(&scenario, 4, &dir, &[], false);
     let run_dir = wait_for_event(&dir, "\"fault_applied\"", &mut child);
     let run_id = run_id_of(&run_dir);
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::KILL,
+    );
     let _ = child.wait();
     assert_eq!(
         pulsar_chaos::nemesis::journal::outstanding(&run_id).len(),

@@ -204,7 +204,10 @@ fn a_run_killed_mid_way_resumes_without_losing_a_number() {
         assert!(child.try_wait().unwrap().is_none(), "the run exited early");
         std::thread::sleep(Duration::from_millis(100));
     };
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::KILL,
+    );
     let _ = child.wait();
     let journaled = std::fs::read_dir(run_dir.join("journal"))
         .unwrap()
