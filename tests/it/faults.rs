@@ -263,7 +263,8 @@ fn owner_and_coordinator_targets_resolve_and_cluster_faults_run() {
                 "  - kind: broker_restart\n    mode: kill\n    target: coordinator-owner\n    schedule: { at: [3s], while: committing }\n",
                 "  - kind: zookeeper_restart\n    mode: kill\n    down_for: 1s\n    schedule: { at: [20s] }\n",
                 // Last, and not while ZooKeeper restarts: a broker whose ZooKeeper restarts while
-                // a bookie registers may not see the bookie for minutes. With Pulsar 4.0.7 a
+                // a bookie registers may not see the bookie for minutes. With Pulsar 4.0.7 (run
+                // with --pulsar-version; 4.2.4, the default, has the fix of #24945) a
                 // bookie restart during transactional writes can also leave a partition
                 // refusing every later transactional send until the topic is reloaded (its
                 // transaction buffer keeps the failed write's error): the run must then end

@@ -1,7 +1,7 @@
 //! Issue 18 point 4: a finding's verdict quotes the broker's own lines about it.
 //!
 //! `scenarios/findings/lwm-abort-after-namespace-unload.yaml` loses confirmed commits on
-//! Pulsar 4.0.7 in most runs: the reloaded partition aborts the transaction by its
+//! Pulsar 4.2.4 (the default) and 4.0.7 in most runs: the reloaded partition aborts the transaction by its
 //! low-water-mark rule. Timing decides whether a run hits it, so the test accepts a pass, or
 //! a violation whose every missing range quotes the broker's "Successes to abort low water
 //! mark for txn [(0,N)]" line about its own transaction, by file and line; anything else
