@@ -22,5 +22,6 @@ pub mod rundir;
 pub mod runner;
 pub mod scenario;
 pub mod seed;
+pub mod term;
 pub mod txn;
 pub mod workload;

@@ -53,7 +53,7 @@ fn init_tracing(verbose: u8) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(pulsar_chaos::term::Stderr)
         .with_target(false)
         .init();
 }

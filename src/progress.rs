@@ -1,7 +1,8 @@
-//! Live progress of a run: on a terminal a status line that redraws itself, elsewhere a plain
-//! log line every few seconds (no control codes).
+//! Live progress of a run: on a terminal a status line that redraws itself (indicatif, cut to
+//! the terminal's width; other output goes above it through `term`), elsewhere a plain log
+//! line every few seconds (no control codes).
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -53,6 +54,16 @@ pub fn line(
     )
 }
 
+/// The status line: the message alone, cut to the terminal's width (a line wider than the
+/// terminal would wrap, and the redraw would then clear only its last row).
+fn status_bar(target: indicatif::ProgressDrawTarget) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::with_draw_target(None, target);
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{wide_msg}") {
+        bar.set_style(style);
+    }
+    bar
+}
+
 impl Progress {
     pub fn start(
         mode: Mode,
@@ -77,6 +88,11 @@ impl Progress {
         } else {
             Duration::from_secs(5)
         };
+        let bar = (mode == Mode::Bar).then(|| {
+            let bar = status_bar(indicatif::ProgressDrawTarget::stderr_with_hz(4));
+            crate::term::hold(bar.clone());
+            bar
+        });
         let s = stop.clone();
         let task = tokio::spawn(async move {
             let started = Instant::now();
@@ -95,16 +111,13 @@ impl Progress {
                 last = (now, committed);
                 let a = active.lock().await.clone();
                 let text = line(&stats, &a, messages, started.elapsed(), deadline, rate);
-                let mut err = std::io::stderr().lock();
-                if mode == Mode::Bar {
-                    let _ = write!(err, "\r\x1b[2K{text}");
-                } else {
-                    let _ = writeln!(err, "progress: {text}");
+                match &bar {
+                    Some(bar) => bar.set_message(text),
+                    None => crate::term::say(&format!("progress: {text}")),
                 }
-                let _ = err.flush();
             }
-            if mode == Mode::Bar {
-                let _ = write!(std::io::stderr(), "\r\x1b[2K");
+            if bar.is_some() {
+                crate::term::release();
             }
         });
         Progress {
@@ -118,5 +131,33 @@ impl Progress {
         if let Some(t) = self.task {
             let _ = t.await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use indicatif::{InMemoryTerm, ProgressDrawTarget, TermLike};
+
+    #[test]
+    fn a_status_line_wider_than_the_terminal_is_cut_to_one_row() {
+        let term = InMemoryTerm::new(10, 80);
+        let bar = status_bar(ProgressDrawTarget::term_like(Box::new(term.clone())));
+        let text = format!("{}end", "x".repeat(130));
+        bar.set_message(text.clone());
+        bar.tick();
+        let shown = term.contents();
+        assert_eq!(shown.lines().count(), 1, "{shown:?}");
+        assert!(shown.len() <= 80 && shown.starts_with("xxxx"), "{shown:?}");
+        // A line printed meanwhile goes above it, and the status line comes back below.
+        bar.suspend(|| term.write_line("heal: broker-1").unwrap());
+        bar.set_message("short".to_string());
+        bar.tick();
+        let shown = term.contents();
+        assert_eq!(
+            shown.lines().collect::<Vec<_>>(),
+            ["heal: broker-1", "short"],
+            "{shown:?}"
+        );
     }
 }

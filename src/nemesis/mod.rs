@@ -864,7 +864,7 @@ fn change_container(c: &Change) -> &str {
 /// container of the run).
 pub async fn heal_run(engine: &Engine, run_id: &str) {
     for line in heal_outstanding(engine, run_id).await {
-        eprintln!("heal: {line}");
+        crate::term::say(&format!("heal: {line}"));
     }
 }
 
