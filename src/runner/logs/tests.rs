@@ -1,22 +1,12 @@
 use super::*;
-use crate::history::EventBody;
+use crate::history::{Event, EventBody, Outcome, TxnId};
 use crate::rundir::RunDir;
 use crate::runner::tests::scratch;
 
-/// Issue 18: after a verdict that is not a pass, the broker lines about the anomalies'
-/// transactions are quoted under them, `readback.json` is stored again with them, and
-/// `recheck` reproduces the verdict. Only brokers' logs are read.
-#[test]
-fn broker_lines_are_quoted_stored_and_rechecked() {
-    use crate::history::{Event, Outcome, TxnId};
-    let path = scratch("brokerlog");
-    let dir = RunDir { path: path.clone() };
-    let wall = crate::stall::parse_log_time("2026-11-30T16:37:01,828").unwrap();
-    let txn = TxnId {
-        most: 0,
-        least: 223,
-    };
-    let events = vec![
+/// The history of a run whose attempt 1 (transaction (0,223)) committed [0, 10), from
+/// the run of the low-water-mark finding.
+fn lwm_history(wall: u64, txn: TxnId) -> Vec<Event> {
+    vec![
         Event {
             t_ms: 0,
             body: EventBody::RunStarted {
@@ -59,7 +49,22 @@ fn broker_lines_are_quoted_stored_and_rechecked() {
                 detail: String::new(),
             },
         },
-    ];
+    ]
+}
+
+/// Issue 18: after a verdict that is not a pass, the broker lines about the anomalies'
+/// transactions are quoted under them, `readback.json` is stored again with them, and
+/// `recheck` reproduces the verdict. Only brokers' logs are read.
+#[test]
+fn broker_lines_are_quoted_stored_and_rechecked() {
+    let path = scratch("brokerlog");
+    let dir = RunDir { path: path.clone() };
+    let wall = crate::stall::parse_log_time("2026-11-30T16:37:01,828").unwrap();
+    let txn = TxnId {
+        most: 0,
+        least: 223,
+    };
+    let events = lwm_history(wall, txn);
     let mut text = String::new();
     for e in &events {
         text.push_str(&serde_json::to_string(e).unwrap());
