@@ -6,6 +6,7 @@ pub use pulsar_chaos_core::{
 };
 
 pub mod admin;
+pub mod backoff;
 pub mod cli;
 pub mod cluster;
 pub mod commands;

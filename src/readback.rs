@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use rangemap::RangeInclusiveSet;
 
 use crate::admin::Admin;
+use crate::backoff::Backoff;
 use crate::checker::{parse_number, CheckerError, Findings, MsgId, Tally};
 use crate::readlog::ReadLog;
 use crate::txn::reader::{read_partition, ReadOptions};
@@ -153,7 +154,7 @@ pub async fn wait_readable(
     cap: Duration,
 ) -> Result<Duration, String> {
     let started = Instant::now();
-    let mut delay = Duration::from_millis(100);
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(1));
     loop {
         let mut held = Vec::new();
         for (t, until) in targets {
@@ -171,8 +172,12 @@ pub async fn wait_readable(
                 held.join("; ")
             ));
         }
-        tokio::time::sleep(delay.min(cap.saturating_sub(started.elapsed()))).await;
-        delay = (delay * 2).min(Duration::from_secs(1));
+        tokio::time::sleep(
+            backoff
+                .next_delay()
+                .min(cap.saturating_sub(started.elapsed())),
+        )
+        .await;
     }
 }
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use pulsar::message::proto::TxnAction;
 
 use crate::admin::Admin;
+use crate::backoff::Backoff;
 use crate::cluster::{Cluster, ClusterError};
 use crate::txn::coordinator::{Coordinators, TC_ASSIGN_TOPIC};
 use crate::txn::Client;
@@ -25,17 +26,16 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<(), String>>,
 {
-    let mut delay = Duration::from_millis(100);
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(1));
     loop {
         let err = match probe().await {
             Ok(()) => return Ok(()),
             Err(e) => e,
         };
-        if Instant::now() + delay >= deadline {
+        if Instant::now() + backoff.peek() >= deadline {
             return Err(err);
         }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(1));
+        backoff.wait().await;
     }
 }
 

@@ -250,14 +250,16 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, TxnError>>,
 {
-    let mut delay = Duration::from_millis(50);
+    let mut backoff =
+        crate::backoff::Backoff::new(Duration::from_millis(50), Duration::from_secs(2));
     loop {
         match op().await {
             Ok(v) => return Ok(v),
-            Err(e) if e.is_retryable() && tokio::time::Instant::now() + delay < deadline => {
+            Err(e)
+                if e.is_retryable() && tokio::time::Instant::now() + backoff.peek() < deadline =>
+            {
                 tracing::debug!("retrying after {e}");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(2));
+                backoff.wait().await;
             }
             Err(e) => return Err(e),
         }

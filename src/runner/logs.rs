@@ -1,0 +1,155 @@
+//! The containers' logs of a run that did not go well: saved to `logs/` in the run
+//! directory, scanned for the broker lines about the topic since a stall began, and the
+//! brokers' lines about the anomalies' transactions quoted in the verdict.
+
+use std::path::Path;
+
+use crate::checker::{self, Context, Verdict};
+use crate::cluster::{Cluster, Role};
+use crate::error::Result;
+use crate::history::{self, History};
+use crate::rundir::{now_ms, RunDir, RunInfo};
+use crate::stall::LogEvidence;
+
+use super::env::Env;
+
+/// The logs of a stalled run and what they show about the stall.
+pub(super) struct StallLogs {
+    /// Every container's log (role, node, text), when saved.
+    pub(super) logs: Option<Vec<(Role, String, String)>>,
+    /// The broker lines about the topic since the stall began, most frequent first.
+    pub(super) lines: Vec<LogEvidence>,
+    /// A known cause those lines show.
+    pub(super) cause: Option<String>,
+}
+
+/// For a stall in a cluster of the harness: save every container's log and scan the brokers'
+/// for lines about the topic since the stall began. Otherwise nothing.
+pub(super) async fn stall_logs(
+    dir: &RunDir,
+    env: &Env,
+    info: &RunInfo,
+    history: &History,
+    stalled_since: Option<u64>,
+) -> StallLogs {
+    let mut logs: Option<Vec<(Role, String, String)>> = None;
+    let mut stall_log = Vec::new();
+    let mut stall_cause = None;
+    if let (Some(c), Some(since)) = (&env.cluster, stalled_since) {
+        let all = save_logs(dir, env, c, info).await;
+        let since_wall = now_ms()
+            .saturating_sub(history.now_ms())
+            .saturating_add(since);
+        let (namespace, base) = match info.topic.rsplit_once('/') {
+            Some((ns, base)) => (format!("{ns}/"), base.to_string()),
+            None => (String::new(), info.topic.clone()),
+        };
+        for (role, name, log) in &all {
+            if matches!(role, Role::Broker | Role::Standalone) {
+                stall_log.extend(crate::stall::scan_log(name, log, &base, since_wall, 3));
+            }
+        }
+        stall_log.sort_by_key(|e| std::cmp::Reverse(e.count));
+        stall_log.truncate(10);
+        stall_cause = crate::stall::known_cause(&stall_log, &namespace);
+        logs = Some(all);
+    }
+    StallLogs {
+        logs,
+        lines: stall_log,
+        cause: stall_cause,
+    }
+}
+
+/// After a verdict that was not a pass: quote what the brokers logged (`all`, as `save_logs`
+/// wrote it) about the anomalies' transactions. The context gets the lines and is stored
+/// again in `readback.json` (so `recheck` reproduces what follows), and the checker judges
+/// `findings` again with it. The lines are evidence only: the status cannot change. Returns
+/// `verdict` as it is when no line names those transactions.
+pub(super) fn quote_broker_log(
+    dir: &RunDir,
+    ctx: &mut Context,
+    findings: checker::Findings,
+    verdict: Verdict,
+    all: &[(Role, String, String)],
+    history_path: &Path,
+    topic: &str,
+) -> Result<Verdict> {
+    let broker_log = broker_log_of(&verdict, all, history_path, topic);
+    if broker_log.is_empty() {
+        return Ok(verdict);
+    }
+    ctx.broker_log = broker_log;
+    let mut stored: crate::readlog::StoredReadback = dir.read_json(crate::readlog::FILE)?;
+    stored.context = ctx.clone();
+    dir.write(
+        crate::readlog::FILE,
+        &(serde_json::to_string(&stored).expect("serializable") + "\n"),
+    )?;
+    drop(stored);
+    let events = history::read(history_path)?;
+    Ok(checker::verdict(findings, Some(events), ctx))
+}
+
+/// The brokers' log lines about the transactions of the attempts that carried the verdict's
+/// anomalies (see `brokerlog`), read from `all` (as `save_logs` wrote them to the run
+/// directory).
+fn broker_log_of(
+    verdict: &Verdict,
+    all: &[(Role, String, String)],
+    history_path: &Path,
+    topic: &str,
+) -> Vec<crate::brokerlog::TxnLog> {
+    use crate::brokerlog::{self, LogFile, WallClock};
+    if verdict.attempts.is_empty() {
+        return Vec::new();
+    }
+    let clock = match history::read(history_path) {
+        Ok(events) => WallClock::from_history(events),
+        Err(_) => WallClock::default(),
+    };
+    let txns = brokerlog::queries(verdict.attempts.iter().filter_map(|a| a.opened()), &clock);
+    let files: Vec<(String, &str, &str)> = all
+        .iter()
+        .filter(|(role, _, _)| matches!(role, Role::Broker | Role::Standalone))
+        .map(|(_, name, log)| (format!("logs/{name}.log"), name.as_str(), log.as_str()))
+        .collect();
+    let logs: Vec<LogFile<'_>> = files
+        .iter()
+        .map(|(file, node, text)| LogFile { node, file, text })
+        .collect();
+    let base = topic.rsplit('/').next().unwrap_or(topic);
+    brokerlog::scan(&logs, &txns, base)
+}
+
+/// Write every container's log to `logs/<node>.log` in the run directory: all of it for a
+/// cluster this run started, from the run's start on for one it was given (a soak's cluster
+/// outlives its iterations). The logs, too.
+pub(super) async fn save_logs(
+    dir: &RunDir,
+    env: &Env,
+    c: &Cluster,
+    info: &RunInfo,
+) -> Vec<(Role, String, String)> {
+    let since = if env.owned {
+        0
+    } else {
+        i32::try_from(info.started_ms / 1000).unwrap_or(0)
+    };
+    let all = c.logs_since(since).await;
+    let logs_dir = dir.file("logs");
+    if let Err(e) = std::fs::create_dir_all(&logs_dir) {
+        tracing::warn!("cannot create {}: {e}", logs_dir.display());
+        return all;
+    }
+    for (_, name, log) in &all {
+        let path = logs_dir.join(format!("{name}.log"));
+        if let Err(e) = std::fs::write(&path, log) {
+            tracing::warn!("cannot write {}: {e}", path.display());
+        }
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests;

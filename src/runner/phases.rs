@@ -1,0 +1,548 @@
+//! The steps of one run, in order: the topic prepared, the history opened (or continued),
+//! the producer connected, the faults started, production with the signal and stall
+//! watchers, every fault healed, `producer.json`, the wait for open transactions and the
+//! read-back, the verdict (with the broker lines for a run that did not pass), and the
+//! verdict's files.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{watch, Mutex};
+
+use crate::admin::Admin;
+use crate::checker::{self, Context, Verdict};
+use crate::error::{Error, Result};
+use crate::history::{self, EventBody, History};
+use crate::journal::Journal;
+use crate::nemesis::reply_loss::ReplyLossProxy;
+use crate::nemesis::Nemesis;
+use crate::plan::Plan;
+use crate::progress::Progress;
+use crate::readback::Readback;
+use crate::rundir::{now_ms, RunDir, RunInfo};
+use crate::scenario::Workload;
+use crate::stall::StallWatch;
+use crate::workload::{self, Producer, Stats};
+
+use super::env::Env;
+use super::logs::{quote_broker_log, save_logs, stall_logs, StallLogs};
+use super::resume::{next_attempt, remaining_plan};
+use super::{faults, settle_cap, Outcome, Request};
+
+/// The run's steps, each a function of this module (the faults' tasks are in `faults`).
+pub(super) async fn execute(
+    req: &Request,
+    dir: &RunDir,
+    info: &RunInfo,
+    env: &Env,
+    plan: &Plan,
+    resuming: bool,
+) -> Result<Outcome> {
+    let started = Instant::now();
+    let w = &req.scenario.workload;
+    let admin = Admin::new(&env.admin_url);
+    prepare_topic(&admin, &info.topic, w).await?;
+    let history_path = dir.file("history.jsonl");
+    let journal = Journal::open(&dir.file("journal")).map_err(|e| Error::Pulsar(e.to_string()))?;
+    let (history, first_attempt) = open_history(req, info, &history_path, &journal, resuming)?;
+    // The producer's connections go through a proxy when a fault drops its replies.
+    let proxy = plan
+        .faults
+        .iter()
+        .any(|f| matches!(f.kind, crate::scenario::FaultKind::ReplyLoss { .. }))
+        .then(|| ReplyLossProxy::new(history.clone()));
+    let cfg = producer_config(req, info, &proxy);
+    let producer =
+        connect_producer(cfg, env, &admin, journal, &history, first_attempt, resuming).await?;
+    let stats = producer.stats();
+
+    // Faults.
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let active: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    let nemesis = faults::nemesis(req, env, &admin, info, &proxy).await?;
+    // A resumed run continues the plan: a fault that started before the interruption is not
+    // fired again (its time has passed, so it would fire at once, after every resume).
+    let remaining;
+    let fault_plan = if resuming {
+        remaining = remaining_plan(plan, &history_path, &history);
+        &remaining
+    } else {
+        plan
+    };
+    let fault_tasks = faults::drive_faults(
+        fault_plan,
+        nemesis.clone(),
+        admin.clone(),
+        info.topic.clone(),
+        stats.clone(),
+        history.clone(),
+        stop_rx,
+        active.clone(),
+    );
+    let (report, stalled_since) = produce(
+        req,
+        &producer,
+        &stats,
+        &active,
+        &history,
+        &stop_tx,
+        fault_tasks,
+    )
+    .await;
+    heal(&nemesis, &history, &producer, &proxy).await;
+    write_producer_json(dir, &report, &stats)?;
+    if crate::lifecycle::is_stopping() {
+        history.record(EventBody::Note {
+            message: "interrupted: faults healed, no read-back".into(),
+        });
+        history.flush();
+        return Err(Error::Interrupted);
+    }
+    print_producer(&report);
+    if let Some(c) = &env.cluster {
+        if !plan.faults.is_empty() {
+            crate::ready::wait_ready(c, Duration::from_secs(300)).await?;
+        }
+    }
+
+    let (rb, incomplete) = settle_and_read(env, &admin, info, w, &history).await?;
+    // Logs for a run that did not go well: every container's, and for a stall the broker
+    // lines about the topic since it began.
+    let stall = stall_logs(dir, env, info, &history, stalled_since).await;
+    let verdict = judge(req, dir, info, env, rb, incomplete, stall, &history_path).await?;
+    dir.write_json("verdict.json", &verdict)?;
+    crate::report::write_html(dir, info, plan, &verdict)?;
+    Ok(Outcome {
+        verdict,
+        run_dir: dir.path.clone(),
+        info: info.clone(),
+        elapsed: started.elapsed(),
+        producer: report,
+    })
+}
+
+/// Create the topic (partitioned when it has partitions; a plain one is created by
+/// `enable_deduplication`), and turn deduplication on when the workload asks.
+async fn prepare_topic(admin: &Admin, topic: &str, w: &Workload) -> Result<()> {
+    if w.partitions > 1 {
+        admin.create_partitioned_topic(topic, w.partitions).await?;
+    }
+    if w.deduplication {
+        enable_deduplication(admin, topic, w.partitions).await?;
+    }
+    Ok(())
+}
+
+/// Turn deduplication on for the workload topic and wait, by condition, until every partition
+/// reports it enabled (the policy reaches the topic asynchronously).
+async fn enable_deduplication(admin: &Admin, topic: &str, partitions: u32) -> Result<()> {
+    if partitions <= 1 {
+        admin.create_topic(topic).await?;
+    }
+    admin.set_deduplication(topic, true).await?;
+    let names = crate::txn::partition_names(topic, partitions);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let mut pending = Vec::new();
+        for t in &names {
+            match admin.deduplication_status(t).await {
+                Ok(Some(s)) if s == "Enabled" => {}
+                Ok(s) => pending.push(format!("{t}: {}", s.unwrap_or_else(|| "unknown".into()))),
+                Err(e) => pending.push(format!("{t}: {e}")),
+            }
+        }
+        if pending.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::Pulsar(format!(
+                "deduplication was not enabled on {topic} within 120s: {}",
+                pending.join(", ")
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Open the history: a new one, or for a resumed run the interrupted one with its torn last
+/// line cut and its clock continued. Records the run's start. Returns the history and the
+/// first attempt number.
+fn open_history(
+    req: &Request,
+    info: &RunInfo,
+    history_path: &Path,
+    journal: &Journal,
+    resuming: bool,
+) -> Result<(History, u64)> {
+    let w = &req.scenario.workload;
+    let torn = if resuming {
+        history::repair_tail(history_path)?
+    } else {
+        0
+    };
+    let first_attempt = if resuming {
+        next_attempt(history_path, journal)?
+    } else {
+        1
+    };
+    // t_ms = 0 is the start of the run; a resumed run continues the same clock.
+    let start = if resuming {
+        let last = history::last_t_ms(history_path) + 1;
+        Instant::now()
+            .checked_sub(Duration::from_millis(last))
+            .unwrap_or_else(Instant::now)
+    } else {
+        Instant::now()
+    };
+    let history = History::create(history_path, start, resuming)?;
+    if req.json {
+        history.add_sink(Box::new(|ev| {
+            if let Ok(line) = serde_json::to_string(ev) {
+                println!("{line}");
+            }
+        }));
+    }
+    history.record(EventBody::RunStarted {
+        run_id: info.run_id.clone(),
+        seed: info.seed,
+        scenario: req.scenario.name.clone(),
+        topic: info.topic.clone(),
+        partitions: w.partitions,
+        messages: w.messages,
+        resend: w.resend.to_string(),
+        wall_ms: now_ms(),
+    });
+    if torn > 0 {
+        history.record(EventBody::Note {
+            message: format!(
+                "resuming: cut a torn last line ({torn} bytes) the interruption left in the history"
+            ),
+        });
+    }
+    Ok((history, first_attempt))
+}
+
+/// The producer's configuration from the scenario's workload and sabotage.
+fn producer_config(
+    req: &Request,
+    info: &RunInfo,
+    proxy: &Option<Arc<ReplyLossProxy>>,
+) -> workload::Config {
+    let w = &req.scenario.workload;
+    workload::Config {
+        topic: info.topic.clone(),
+        partitions: w.partitions,
+        messages: w.messages,
+        txn_size: w.txn_size,
+        batch_size: w.batch_size,
+        concurrency: w.concurrency,
+        txn_timeout: w.txn_timeout,
+        resend: w.resend,
+        message_size: w.message_size,
+        rate: w.rate,
+        abort_every: w.abort_every,
+        transactions: w.transactions,
+        op_timeout: w.op_timeout,
+        deadline: w.deadline,
+        skip: req
+            .scenario
+            .sabotage
+            .skip
+            .iter()
+            .copied()
+            .collect::<BTreeSet<u64>>(),
+        duplicate: req.scenario.sabotage.duplicate.clone(),
+        name: format!("pc-{}", info.run_id),
+        dial: proxy
+            .as_ref()
+            .map(|p| workload::Dialer(Arc::new(p.clone()) as Arc<dyn crate::txn::Dial>)),
+    }
+}
+
+/// Connect the producer (and, for a resumed run, settle what the interrupted one left).
+async fn connect_producer(
+    cfg: workload::Config,
+    env: &Env,
+    admin: &Admin,
+    journal: Journal,
+    history: &History,
+    first_attempt: u64,
+    resuming: bool,
+) -> Result<Arc<Producer>> {
+    let producer = Producer::connect(
+        cfg,
+        &env.service_url,
+        admin.clone(),
+        journal,
+        history.clone(),
+        first_attempt,
+    )
+    .await
+    .map_err(|e| Error::Pulsar(format!("cannot start the producer: {e}")))?;
+    if resuming {
+        producer
+            .resume()
+            .await
+            .map_err(|e| Error::Pulsar(format!("cannot resume: {e}")))?;
+    }
+    Ok(Arc::new(producer))
+}
+
+/// Produce under the faults: progress, the signal watcher and the stall watch run while the
+/// producer does; then the fault tasks are stopped and awaited. Returns the producer's report
+/// and the run time a stall began.
+async fn produce(
+    req: &Request,
+    producer: &Arc<Producer>,
+    stats: &Arc<Stats>,
+    active: &Arc<Mutex<Vec<String>>>,
+    history: &History,
+    stop_tx: &watch::Sender<bool>,
+    fault_tasks: Vec<tokio::task::JoinHandle<()>>,
+) -> (workload::Report, Option<u64>) {
+    let w = &req.scenario.workload;
+    let progress = Progress::start(
+        req.progress,
+        stats.clone(),
+        active.clone(),
+        w.messages,
+        w.deadline,
+        history.clone(),
+    );
+
+    // A signal stops the producer; the fault tasks then heal and the run ends without a read.
+    let watcher = {
+        let producer = producer.clone();
+        let stop_tx = stop_tx.clone();
+        let mut stopping = crate::lifecycle::stopping();
+        tokio::spawn(async move {
+            if stopping.wait_for(|s| *s).await.is_ok() {
+                producer.stop("interrupted by a signal");
+                let _ = stop_tx.send(true);
+            }
+        })
+    };
+    let stall_watch = w.stall_timeout.map(|timeout| {
+        watch_stall(
+            timeout,
+            producer.clone(),
+            stats.clone(),
+            active.clone(),
+            history.clone(),
+        )
+    });
+    let report = producer.run().await;
+    watcher.abort();
+    let stalled_since = match stall_watch {
+        Some(t) if t.is_finished() => t.await.ok().flatten(),
+        Some(t) => {
+            t.abort();
+            None
+        }
+        None => None,
+    };
+    let _ = stop_tx.send(true);
+    for t in fault_tasks {
+        let _ = t.await;
+    }
+    progress.stop().await;
+    (report, stalled_since)
+}
+
+/// Everything healed before the final read; the producer's connections (and the proxy)
+/// closed.
+async fn heal(
+    nemesis: &Option<Arc<Nemesis>>,
+    history: &History,
+    producer: &Producer,
+    proxy: &Option<Arc<ReplyLossProxy>>,
+) {
+    if let Some(n) = &nemesis {
+        for line in n.heal_all().await {
+            history.record(EventBody::Note {
+                message: format!("final heal: {line}"),
+            });
+        }
+    }
+    producer.close().await;
+    if let Some(p) = &proxy {
+        p.shutdown();
+    }
+}
+
+/// `producer.json`: the producer's throughput and outcome counts.
+fn write_producer_json(dir: &RunDir, report: &workload::Report, stats: &Stats) -> Result<()> {
+    let lat_n = stats.commit_latency_n.load(Ordering::Relaxed);
+    dir.write_json(
+        "producer.json",
+        &serde_json::json!({
+            "messages_committed": report.stats.messages_committed,
+            "elapsed_s": report.elapsed.as_secs_f64(),
+            "messages_per_s": report.stats.messages_committed as f64 / report.elapsed.as_secs_f64().max(1e-9),
+            "transactions_committed": report.stats.committed,
+            "aborted": report.stats.aborted,
+            "ambiguous": report.stats.ambiguous,
+            "commit_latency_avg_ms": if lat_n > 0 { stats.commit_latency_us.load(Ordering::Relaxed) as f64 / lat_n as f64 / 1000.0 } else { 0.0 },
+            "complete": report.complete,
+        }),
+    )?;
+    Ok(())
+}
+
+/// The producer's outcome in one line on stderr.
+fn print_producer(report: &workload::Report) {
+    eprintln!(
+        "producer: {} committed, {} aborted, {} ambiguous transaction(s); {} messages committed in {:.1}s ({})",
+        report.stats.committed,
+        report.stats.aborted,
+        report.stats.ambiguous,
+        report.stats.messages_committed,
+        report.elapsed.as_secs_f64(),
+        report.detail
+    );
+}
+
+/// Wait out open transactions, then read back. Returns the read-back and, when the wait ran
+/// out, what still held the topic.
+async fn settle_and_read(
+    env: &Env,
+    admin: &Admin,
+    info: &RunInfo,
+    w: &Workload,
+    history: &History,
+) -> Result<(Readback, Option<String>)> {
+    let client = crate::txn::Client::new(&env.service_url, Duration::from_secs(10));
+    let parts = crate::readback::partitions_of(&client, &info.topic)
+        .await
+        .map_err(|e| Error::Pulsar(e.to_string()))?;
+    client.close_all().await;
+    let settle = settle_cap(w.txn_timeout);
+    let mut incomplete = None;
+    match crate::readback::wait_settled(admin, &parts, settle).await {
+        Ok(d) => history.record(EventBody::Note {
+            message: format!(
+                "no transaction open on the topic after {}ms; reading back",
+                d.as_millis()
+            ),
+        }),
+        Err(e) => incomplete = Some(e),
+    }
+    eprintln!("reading back {} ...", info.topic);
+    let rb = crate::readback::read_back(
+        &env.service_url,
+        &info.topic,
+        w.messages,
+        Duration::from_secs(60),
+    )
+    .await?;
+    history.record(EventBody::Note {
+        message: format!(
+            "read back {} messages from {} partition(s) in {}ms",
+            rb.findings.received,
+            rb.partitions,
+            rb.elapsed.as_millis()
+        ),
+    });
+    history.flush();
+    Ok((rb, incomplete))
+}
+
+/// Judge the read-back: what the checker sees is stored first (`readback.json`), then the
+/// verdict; for a run that did not pass in a cluster of the harness, the brokers' lines about
+/// the anomalies' transactions are quoted in it.
+#[allow(clippy::too_many_arguments)]
+async fn judge(
+    req: &Request,
+    dir: &RunDir,
+    info: &RunInfo,
+    env: &Env,
+    rb: Readback,
+    incomplete: Option<String>,
+    stall: StallLogs,
+    history_path: &Path,
+) -> Result<Verdict> {
+    let w = &req.scenario.workload;
+    let StallLogs {
+        mut logs,
+        lines: stall_log,
+        cause: stall_cause,
+    } = stall;
+    let mut ctx = Context {
+        seed: Some(info.seed),
+        readback_incomplete: incomplete.or(rb.incomplete.clone()),
+        duplicate_ids: rb.duplicate_ids.clone(),
+        stall_log,
+        stall_cause,
+        sabotage_skip: req.scenario.sabotage.skip.iter().copied().collect(),
+        sabotage_duplicate: req.scenario.sabotage.duplicate.iter().copied().collect(),
+        broker_log: Vec::new(),
+    };
+    // What the checker sees is stored before it judges (`recheck` judges it again offline).
+    let stored = crate::readlog::StoredReadback::new(
+        w.messages,
+        rb.log,
+        rb.all_findings,
+        rb.all_duplicate_ids,
+        ctx.clone(),
+    );
+    dir.write(
+        crate::readlog::FILE,
+        &(serde_json::to_string(&stored).expect("serializable") + "\n"),
+    )?;
+    drop(stored);
+    let events = history::read(history_path)?;
+    let mut verdict = checker::verdict(rb.findings.clone(), Some(events), &ctx);
+    if let (Some(c), false) = (&env.cluster, verdict.status == checker::Status::Pass) {
+        let all = match logs.take() {
+            Some(all) => all,
+            None => save_logs(dir, env, c, info).await,
+        };
+        verdict = quote_broker_log(
+            dir,
+            &mut ctx,
+            rb.findings,
+            verdict,
+            &all,
+            history_path,
+            &info.topic,
+        )?;
+    }
+    Ok(verdict)
+}
+
+/// Stop the producer when nothing has committed for `timeout` with no fault active. Ends with
+/// the run time the stall began, or runs until aborted.
+fn watch_stall(
+    timeout: Duration,
+    producer: Arc<Producer>,
+    stats: Arc<Stats>,
+    active: Arc<Mutex<Vec<String>>>,
+    history: History,
+) -> tokio::task::JoinHandle<Option<u64>> {
+    tokio::spawn(async move {
+        let committed = || stats.messages_committed.load(Ordering::Relaxed);
+        let mut watch = StallWatch::new(timeout, history.now_ms(), committed());
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            let faults_active = !active.lock().await.is_empty();
+            let now = history.now_ms();
+            if let Some(since) = watch.observe(now, committed(), faults_active) {
+                let detail = format!(
+                    "nothing committed for {}s with no fault active",
+                    (now - since) / 1000
+                );
+                history.record(EventBody::Stalled {
+                    since_ms: since,
+                    idle_ms: now - since,
+                    detail: detail.clone(),
+                });
+                producer.stop(&format!("stalled: {detail}"));
+                return Some(since);
+            }
+        }
+    })
+}

@@ -1,0 +1,224 @@
+//! An attempt's end: the commit, asked again as the resend policy says (`policy::next`; the
+//! decision itself lives in the core crate), what it records for each step, and the abort of
+//! an attempt that never asked to commit.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pulsar::message::proto::{MessageIdData, TxnAction};
+use tokio::time::Instant;
+
+use crate::backoff::Backoff;
+use crate::history::{EventBody, Outcome, TxnId};
+use crate::journal::JournalError;
+use crate::policy::{self, CommitState, Step};
+use crate::txn::coordinator::classify_commit;
+use crate::txn::TxnError;
+
+use super::queue::{Chunk, End};
+use super::{Producer, WorkloadError};
+
+impl Producer {
+    /// Abort an attempt that never asked to commit: definitively not committed, whatever
+    /// becomes of the ABORT itself (without a commit the coordinator's timeout ends it). The
+    /// ABORT is sent in the background so a dead coordinator does not hold the worker up.
+    pub(super) async fn abort(&self, attempt: u64, txn: TxnId, reason: String) {
+        self.history.record(EventBody::AbortRequested {
+            attempt,
+            txn,
+            reason: reason.clone(),
+        });
+        self.stats.aborted.fetch_add(1, Ordering::Relaxed);
+        self.history.record(EventBody::TxnOutcome {
+            attempt,
+            txn,
+            outcome: Outcome::Aborted,
+            detail: format!("{reason}; no commit was sent, so it cannot commit"),
+        });
+        let tcs = self.tcs.clone();
+        let history = self.history.clone();
+        tokio::spawn(async move {
+            if let Err(e) = tcs.end_txn(txn, TxnAction::Abort).await {
+                history.record(EventBody::Note {
+                    message: format!("the abort of attempt {attempt} {txn} was not confirmed ({e}); the coordinator's timeout ends it"),
+                });
+            }
+        });
+    }
+
+    /// Commit in a task of its own once a commit slot is free (see `End::Detached`); the task
+    /// ends the job.
+    pub(super) async fn commit_detached(
+        self: &Arc<Self>,
+        attempt: u64,
+        txn: TxnId,
+        chunk: Chunk,
+        receipts: Vec<(usize, MessageIdData)>,
+        deadline: Instant,
+    ) -> End {
+        let slot = self
+            .commit_slots
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the commit slots are never closed");
+        let me = Arc::clone(self);
+        tokio::spawn(async move {
+            let again = me.again(attempt, &chunk);
+            let r = me
+                .commit(attempt, txn, &chunk, &receipts, deadline, again)
+                .await;
+            drop(slot);
+            me.job_done(r);
+        });
+        End::Detached
+    }
+
+    /// Commit the attempt, asking again as the resend policy says (`policy::next`), and decide
+    /// what becomes of its numbers.
+    pub(super) async fn commit(
+        &self,
+        attempt: u64,
+        txn: TxnId,
+        chunk: &Chunk,
+        receipts: &[(usize, MessageIdData)],
+        deadline: Instant,
+        again: impl Fn(String) -> End,
+    ) -> Result<End, WorkloadError> {
+        let n = receipts.len() as u64;
+        let mut state = CommitState::default();
+        let patience = self.cfg.txn_timeout + Duration::from_secs(30);
+        let first = Instant::now();
+        let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
+        loop {
+            let try_no = state.tries + 1;
+            self.history.record(EventBody::CommitRequested {
+                attempt,
+                txn,
+                try_no,
+            });
+            self.stats.commits_in_flight.fetch_add(1, Ordering::SeqCst);
+            let t = Instant::now();
+            let r = self.tcs.end_txn(txn, TxnAction::Commit).await;
+            self.stats.commits_in_flight.fetch_sub(1, Ordering::SeqCst);
+            let may_retry = first.elapsed() < patience && Instant::now() < deadline;
+            let was_ambiguous = state.ever_ambiguous;
+            let mut step =
+                policy::next(&mut state, self.cfg.resend, classify_commit(&r), may_retry);
+            if !was_ambiguous && state.ever_ambiguous {
+                self.stats.ambiguous.fetch_add(1, Ordering::Relaxed);
+                self.history.record(EventBody::TxnOutcome {
+                    attempt,
+                    txn,
+                    outcome: Outcome::Ambiguous,
+                    detail: format!(
+                        "commit try {try_no}: {}",
+                        state.first_ambiguity.clone().unwrap_or_default()
+                    ),
+                });
+            }
+            if let Step::Verify { why } = &step {
+                tracing::debug!("attempt {attempt} {txn}: reading back ({why})");
+                let evidence = self.read_evidence(txn, receipts).await;
+                step = policy::after_read(evidence);
+            }
+            match step {
+                Step::Committed {
+                    evidence,
+                    after_ambiguity,
+                } => {
+                    if !after_ambiguity {
+                        self.stats
+                            .commit_latency_us
+                            .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+                        self.stats.commit_latency_n.fetch_add(1, Ordering::Relaxed);
+                    }
+                    self.record_committed(attempt, txn, try_no, n, evidence, after_ambiguity)?;
+                    return Ok(End::Done);
+                }
+                Step::Resend {
+                    evidence,
+                    after_ambiguity,
+                } => {
+                    self.record_not_committed(attempt, txn, try_no, &evidence, after_ambiguity);
+                    return Ok(again(format!("the commit did not apply: {evidence}")));
+                }
+                Step::ResendAmbiguous { why } => return Ok(again(why)),
+                Step::RetryCommit => backoff.wait().await,
+                Step::Withhold { why } => {
+                    self.withhold(attempt, &chunk.numbers, &why)?;
+                    return Ok(End::Done);
+                }
+                Step::Fatal(m) => return Err(TxnError::Fatal(m).into()),
+                Step::Verify { .. } => unreachable!("after_read never asks to verify again"),
+            }
+        }
+    }
+
+    /// A commit that applied: the journal entry cleared, the counters, and the history's
+    /// outcome (or the resolution of an earlier ambiguity).
+    fn record_committed(
+        &self,
+        attempt: u64,
+        txn: TxnId,
+        try_no: u32,
+        n: u64,
+        evidence: String,
+        after_ambiguity: bool,
+    ) -> Result<(), JournalError> {
+        self.journal.clear(attempt)?;
+        self.stats.committed.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .messages_committed
+            .fetch_add(n, Ordering::Relaxed);
+        self.history.record(if after_ambiguity {
+            EventBody::TxnResolved {
+                attempt,
+                txn,
+                resolved: Outcome::Committed,
+                how: format!("commit try {try_no}: {evidence}"),
+            }
+        } else {
+            EventBody::TxnOutcome {
+                attempt,
+                txn,
+                outcome: Outcome::Committed,
+                detail: if try_no > 1 {
+                    format!("{evidence} (try {try_no})")
+                } else {
+                    evidence
+                },
+            }
+        });
+        Ok(())
+    }
+
+    /// A commit that did not apply: the history's outcome (or the resolution of an earlier
+    /// ambiguity), counted as aborted unless it was ambiguous before.
+    fn record_not_committed(
+        &self,
+        attempt: u64,
+        txn: TxnId,
+        try_no: u32,
+        evidence: &str,
+        after_ambiguity: bool,
+    ) {
+        if after_ambiguity {
+            self.history.record(EventBody::TxnResolved {
+                attempt,
+                txn,
+                resolved: Outcome::Aborted,
+                how: format!("commit try {try_no}: {evidence}"),
+            });
+        } else {
+            self.stats.aborted.fetch_add(1, Ordering::Relaxed);
+            self.history.record(EventBody::TxnOutcome {
+                attempt,
+                txn,
+                outcome: Outcome::Aborted,
+                detail: evidence.to_string(),
+            });
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! One attempt's sends: the transaction opened in the history, its partitions registered,
+//! every number sent in batches under the rate limit, and what a failed send, `abort_every`
+//! or a run without transactions make of the attempt before its commit.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pulsar::message::proto::MessageIdData;
+use tokio::time::Instant;
+
+use crate::history::{EventBody, Outcome, TxnId};
+use crate::txn::TxnError;
+
+use super::queue::{count, Chunk, End};
+use super::{Producer, WorkloadError};
+
+/// Token bucket: at most `rate` messages per second across the producer.
+pub(super) struct RateLimit {
+    pub(super) every: Duration,
+    pub(super) next: Mutex<std::time::Instant>,
+}
+
+impl RateLimit {
+    async fn take(&self) {
+        let wait = {
+            let mut next = self.next.lock().expect("lock");
+            let now = std::time::Instant::now();
+            let slot = (*next).max(now);
+            *next = slot + self.every;
+            slot.saturating_duration_since(now)
+        };
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+/// The payload of number `n`.
+pub fn payload(n: u64, size: usize) -> Vec<u8> {
+    let mut p = n.to_string().into_bytes();
+    if p.len() < size {
+        p.resize(size, b' ');
+    }
+    p
+}
+
+impl Producer {
+    /// Send the chunk in `txn` and commit it; decide what becomes of its numbers. `detach`:
+    /// once every send has its receipt, commit in a task of its own and return
+    /// `End::Detached`, so the worker can open its next transaction meanwhile.
+    pub(super) async fn carry(
+        self: &Arc<Self>,
+        attempt: u64,
+        txn: TxnId,
+        chunk: Chunk,
+        deadline: Instant,
+        detach: bool,
+    ) -> Result<End, WorkloadError> {
+        self.stats.attempts.fetch_add(1, Ordering::Relaxed);
+        self.history.record(EventBody::TxnOpened {
+            attempt,
+            txn,
+            numbers: chunk.numbers.clone(),
+            resend_of: chunk.previous,
+        });
+        let op_deadline = (Instant::now() + self.cfg.txn_timeout)
+            .min(deadline.max(Instant::now() + self.cfg.op_timeout));
+        let again = self.again(attempt, &chunk);
+
+        // Partitions first, then the messages.
+        let in_txn = if self.cfg.transactions {
+            Some(txn)
+        } else {
+            None
+        };
+        if let Some(why) = self
+            .register_partitions(attempt, txn, &chunk, op_deadline)
+            .await?
+        {
+            return Ok(again(why));
+        }
+        let (receipts, failure) = self.send_all(&chunk, in_txn).await;
+        self.stats
+            .messages_sent
+            .fetch_add(receipts.len() as u64, Ordering::Relaxed);
+        if let Some(e) = failure {
+            let why = self
+                .send_failed(attempt, txn, &chunk, receipts.len(), e)
+                .await?;
+            return Ok(again(why));
+        }
+        self.history.record(EventBody::SendsAcked {
+            attempt,
+            messages: receipts.len() as u64,
+        });
+        if let Some(k) = self.cfg.abort_every {
+            if chunk.previous.is_none()
+                && chunk.index != u64::MAX
+                && chunk.index % u64::from(k) == 0
+            {
+                self.abort(attempt, txn, format!("deliberate: every {k}th transaction's first attempt is aborted (abort_every)")).await;
+                return Ok(again("deliberately aborted (abort_every)".into()));
+            }
+        }
+        if !self.cfg.transactions {
+            return self.commit_without_txn(attempt, txn, receipts.len() as u64);
+        }
+        if !detach {
+            return self
+                .commit(attempt, txn, &chunk, &receipts, deadline, again)
+                .await;
+        }
+        drop(again);
+        Ok(self
+            .commit_detached(attempt, txn, chunk, receipts, deadline)
+            .await)
+    }
+
+    /// Register the chunk's partitions with the transaction (not without transactions). On a
+    /// failure short of fatal the attempt is aborted, and the reason to send its numbers again
+    /// is returned.
+    async fn register_partitions(
+        &self,
+        attempt: u64,
+        txn: TxnId,
+        chunk: &Chunk,
+        op_deadline: Instant,
+    ) -> Result<Option<String>, WorkloadError> {
+        let parts: BTreeSet<u32> = chunk
+            .numbers
+            .iter()
+            .flat_map(|(a, b)| (*a..*b).take(self.cfg.partitions as usize))
+            .map(|n| (n % u64::from(self.cfg.partitions)) as u32)
+            .collect();
+        let names: Vec<String> = parts
+            .iter()
+            .map(|p| self.partition_topics[*p as usize].clone())
+            .collect();
+        if !self.cfg.transactions {
+            // Nothing to register.
+        } else if let Err(e) = self.tcs.add_partitions(txn, &names, op_deadline).await {
+            if let TxnError::Fatal(m) = e {
+                return Err(TxnError::Fatal(m).into());
+            }
+            self.abort(attempt, txn, format!("ADD_PARTITION_TO_TXN failed: {e}"))
+                .await;
+            return Ok(Some(format!("ADD_PARTITION_TO_TXN failed: {e}")));
+        }
+        Ok(None)
+    }
+
+    /// Send the chunk's numbers (in `in_txn`), per partition in batches of `batch_size`, all at
+    /// once under the rate limit. Returns the receipts, and the first failure if any.
+    async fn send_all(
+        &self,
+        chunk: &Chunk,
+        in_txn: Option<TxnId>,
+    ) -> (Vec<(usize, MessageIdData)>, Option<TxnError>) {
+        // Per partition, in batches of `batch_size` (one entry each).
+        let mut per_partition: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+        for n in chunk.numbers.iter().flat_map(|(a, b)| *a..*b) {
+            per_partition
+                .entry((n % u64::from(self.cfg.partitions)) as usize)
+                .or_default()
+                .push(n);
+        }
+        let batch = self.cfg.batch_size.max(1) as usize;
+        let sends = per_partition.iter().flat_map(|(p, numbers)| {
+            numbers.chunks(batch).map(move |group| {
+                let producer = self.producers[*p].clone();
+                let data: Vec<Vec<u8>> = group
+                    .iter()
+                    .map(|n| payload(*n, self.cfg.message_size))
+                    .collect();
+                let timeout = self.cfg.op_timeout;
+                let count = group.len();
+                async move {
+                    if let Some(r) = &self.rate {
+                        for _ in 0..count {
+                            r.take().await;
+                        }
+                    }
+                    (*p, count, producer.send_batch(in_txn, data, timeout).await)
+                }
+            })
+        });
+        let results = futures::future::join_all(sends).await;
+        let mut receipts: Vec<(usize, MessageIdData)> =
+            Vec::with_capacity(count(&chunk.numbers) as usize);
+        let mut failure = None;
+        for (p, _, r) in results {
+            match r {
+                Ok(ids) => receipts.extend(ids.into_iter().map(|id| (p, id))),
+                Err(e) => {
+                    if failure.is_none() {
+                        failure = Some(e);
+                    }
+                }
+            }
+        }
+        (receipts, failure)
+    }
+
+    /// A send of the attempt failed with `e`: fatal ends the producer; otherwise the attempt is
+    /// aborted (without transactions only recorded: what was sent stays), and the reason to
+    /// send its numbers again is returned.
+    async fn send_failed(
+        &self,
+        attempt: u64,
+        txn: TxnId,
+        chunk: &Chunk,
+        receipts: usize,
+        e: TxnError,
+    ) -> Result<String, WorkloadError> {
+        if let TxnError::Fatal(m) = e {
+            return Err(TxnError::Fatal(m).into());
+        }
+        let why = format!(
+            "a SEND failed ({e}); {} of {} receipts",
+            receipts,
+            count(&chunk.numbers)
+        );
+        if !self.cfg.transactions {
+            // Without a transaction what was sent stays: the resend may duplicate.
+            self.stats.aborted.fetch_add(1, Ordering::Relaxed);
+            self.history.record(EventBody::TxnOutcome {
+                attempt,
+                txn,
+                outcome: Outcome::Aborted,
+                detail: format!("{why} (no transaction: the sent messages stay)"),
+            });
+            return Ok(why);
+        }
+        self.abort(attempt, txn, why.clone()).await;
+        Ok(why)
+    }
+
+    /// Without transactions an attempt whose sends were all acknowledged is final: its
+    /// journal entry is cleared and it counts as committed.
+    fn commit_without_txn(
+        &self,
+        attempt: u64,
+        txn: TxnId,
+        messages: u64,
+    ) -> Result<End, WorkloadError> {
+        self.journal.clear(attempt)?;
+        self.stats.committed.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .messages_committed
+            .fetch_add(messages, Ordering::Relaxed);
+        self.history.record(EventBody::TxnOutcome {
+            attempt,
+            txn,
+            outcome: Outcome::Committed,
+            detail: "no transaction: every send acknowledged".into(),
+        });
+        Ok(End::Done)
+    }
+}

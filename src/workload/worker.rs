@@ -1,0 +1,219 @@
+//! The workers and the producer's run: `concurrency` workers take resends first, then fresh
+//! numbers, until every number is final, the deadline passes or the producer stops; then the
+//! sabotage duplicates and the producer's report.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use pulsar::message::proto::TxnAction;
+use tokio::time::Instant;
+
+use crate::history::{EventBody, Ranges, TxnId};
+use crate::journal::Entry;
+use crate::txn::TxnError;
+
+use super::queue::{take_chunk, Chunk, End, Job};
+use super::{Producer, Report, WorkloadError, NO_TXN};
+
+impl Producer {
+    /// Produce until every number is final, the deadline passes, or a fatal error.
+    pub async fn run(self: &Arc<Self>) -> Report {
+        let started = Instant::now();
+        let deadline = started + self.cfg.deadline;
+        let mut workers = Vec::new();
+        for _ in 0..self.cfg.concurrency.max(1) {
+            let me = self.clone();
+            workers.push(tokio::spawn(async move { me.worker(deadline).await }));
+        }
+        for w in workers {
+            if let Err(e) = w.await {
+                self.fail(format!("a producer task panicked: {e}"));
+            }
+        }
+        // Commits still under way in their own tasks end their jobs (each is bounded by the
+        // deadline and the request timeouts).
+        loop {
+            let notified = self.changed.notified();
+            if self.queue.lock().expect("lock").in_flight == 0 {
+                break;
+            }
+            notified.await;
+        }
+        // Sabotage: send the numbers to duplicate once more, in a transaction of their own.
+        let fatal = self.queue.lock().expect("lock").fatal.clone();
+        if fatal.is_none() && !self.cfg.duplicate.is_empty() {
+            let mut numbers: Ranges = Vec::new();
+            for n in &self.cfg.duplicate {
+                numbers.push((*n, n + 1));
+            }
+            self.history.record(EventBody::Note {
+                message: format!("sabotage: sending {:?} a second time", self.cfg.duplicate),
+            });
+            let chunk = Chunk {
+                numbers,
+                previous: None,
+                index: u64::MAX,
+            };
+            let mut next = Some(chunk);
+            for _ in 0..5 {
+                let Some(c) = next.take() else { break };
+                match self.attempt(c, deadline, false).await {
+                    Ok(End::Done | End::Detached) => {}
+                    Ok(End::Resend(c)) => next = Some(c),
+                    Err(e) => self.fail(e.to_string()),
+                }
+            }
+        }
+        let q = self.queue.lock().expect("lock");
+        let snapshot = self.stats.snapshot();
+        let complete = q.fatal.is_none()
+            && q.cursor >= self.cfg.messages
+            && q.resend.is_empty()
+            && q.in_flight == 0;
+        let detail = match &q.fatal {
+            Some(f) => format!("stopped: {f}"),
+            None if complete => "every number reached a final state".to_string(),
+            None => format!(
+                "the deadline of {}s passed with numbers from {} unsent and {} resend(s) pending",
+                self.cfg.deadline.as_secs(),
+                q.cursor,
+                q.resend.len()
+            ),
+        };
+        drop(q);
+        self.history.record(EventBody::ProducerFinished {
+            committed: snapshot.committed,
+            aborted: snapshot.aborted,
+            ambiguous: snapshot.ambiguous,
+            messages_committed: snapshot.messages_committed,
+            complete,
+            detail: detail.clone(),
+        });
+        self.history.flush();
+        Report {
+            stats: snapshot,
+            complete,
+            detail,
+            elapsed: started.elapsed(),
+        }
+    }
+
+    async fn worker(self: Arc<Self>, deadline: Instant) {
+        loop {
+            if Instant::now() >= deadline {
+                return;
+            }
+            let notified = self.changed.notified();
+            let job = self.next_job();
+            let r = match job {
+                Job::Exit => {
+                    self.changed.notify_waiters();
+                    return;
+                }
+                Job::Wait => {
+                    tokio::select! {
+                        _ = notified => {}
+                        _ = tokio::time::sleep_until(deadline) => return,
+                    }
+                    continue;
+                }
+                Job::Resend(c) => self.attempt(c, deadline, true).await,
+                Job::Fresh => self.fresh_attempt(deadline).await,
+            };
+            if !matches!(r, Ok(End::Detached)) {
+                self.job_done(r);
+            }
+        }
+    }
+
+    /// A new transaction (or, without transactions, a placeholder id naming the attempt).
+    async fn open_txn(
+        &self,
+        attempt: u64,
+        deadline: Instant,
+    ) -> Result<Option<TxnId>, WorkloadError> {
+        if !self.cfg.transactions {
+            return Ok(Some(TxnId {
+                most: NO_TXN,
+                least: attempt,
+            }));
+        }
+        match self.tcs.new_txn(self.cfg.txn_timeout, deadline).await {
+            Ok(t) => Ok(Some(t)),
+            Err(TxnError::Fatal(m)) => Err(TxnError::Fatal(m).into()),
+            Err(e) => {
+                tracing::warn!("NEW_TXN failed until the deadline: {e}");
+                Ok(None)
+            }
+        }
+    }
+
+    /// Open a transaction, then take fresh numbers for it.
+    async fn fresh_attempt(self: &Arc<Self>, deadline: Instant) -> Result<End, WorkloadError> {
+        let attempt = self.next_attempt.fetch_add(1, Ordering::Relaxed);
+        let Some(txn) = self.open_txn(attempt, deadline).await? else {
+            return Ok(End::Done);
+        };
+        // Take the numbers and journal them under one lock (see journal.rs).
+        let chunk = {
+            let mut q = self.queue.lock().expect("lock");
+            if q.cursor >= self.cfg.messages {
+                None
+            } else {
+                let (numbers, next) = take_chunk(
+                    q.cursor,
+                    self.cfg.messages,
+                    self.cfg.txn_size,
+                    &self.cfg.skip,
+                );
+                let entry = Entry {
+                    attempt,
+                    txn,
+                    numbers: numbers.clone(),
+                    resend_of: None,
+                };
+                self.journal.record(&entry)?;
+                self.journal.set_cursor(next)?;
+                q.cursor = next;
+                q.fresh_index += 1;
+                Some(Chunk {
+                    numbers,
+                    previous: None,
+                    index: q.fresh_index,
+                })
+            }
+        };
+        let chunk = chunk.filter(|c| !c.numbers.is_empty());
+        let Some(chunk) = chunk else {
+            if self.cfg.transactions {
+                let _ = self.tcs.end_txn(txn, TxnAction::Abort).await;
+            }
+            return Ok(End::Done);
+        };
+        self.carry(attempt, txn, chunk, deadline, true).await
+    }
+
+    /// Carry the numbers of an earlier attempt (or the sabotage duplicates) in a new one.
+    /// `detach`: commit in a task of its own (see `End::Detached`).
+    async fn attempt(
+        self: &Arc<Self>,
+        chunk: Chunk,
+        deadline: Instant,
+        detach: bool,
+    ) -> Result<End, WorkloadError> {
+        let attempt = self.next_attempt.fetch_add(1, Ordering::Relaxed);
+        let Some(txn) = self.open_txn(attempt, deadline).await? else {
+            return Ok(End::Resend(chunk));
+        };
+        self.journal.record(&Entry {
+            attempt,
+            txn,
+            numbers: chunk.numbers.clone(),
+            resend_of: chunk.previous,
+        })?;
+        if let Some(prev) = chunk.previous {
+            self.journal.clear(prev)?;
+        }
+        self.carry(attempt, txn, chunk, deadline, detach).await
+    }
+}
