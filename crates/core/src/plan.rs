@@ -126,67 +126,16 @@ pub fn make(scenario: &Scenario, seed: u64) -> Plan {
     for f in &scenario.faults {
         let mut rng = Rng::derive(seed, &format!("fault-{}", f.index));
         let deadline_ms = scenario.workload.deadline.as_millis() as u64;
-        let triggers: Vec<Trigger> = match &f.schedule.timing {
-            Timing::At(offsets) => offsets
-                .iter()
-                .map(|d| Trigger::AtMs(d.as_millis() as u64))
-                .collect(),
-            Timing::Every {
-                period,
-                jitter,
-                start,
-                stop,
-            } => {
-                let period = period.as_millis() as u64;
-                let jitter = jitter.as_millis() as u64;
-                let stop = stop.map(|d| d.as_millis() as u64).unwrap_or(deadline_ms);
-                let mut t = start.as_millis() as u64;
-                let mut out = Vec::new();
-                while t < stop {
-                    let j = if jitter > 0 {
-                        rng.between(0, 2 * jitter)
-                    } else {
-                        jitter
-                    };
-                    let at = (t + j).saturating_sub(jitter);
-                    if at < stop {
-                        out.push(Trigger::AtMs(at));
-                    }
-                    t += period;
-                }
-                out
-            }
-            Timing::Random { count, from, to } => {
-                let (a, b) = (from.as_millis() as u64, to.as_millis() as u64);
-                let mut v: Vec<u64> = (0..*count).map(|_| rng.between(a, b)).collect();
-                v.sort();
-                v.into_iter().map(Trigger::AtMs).collect()
-            }
-            Timing::AfterCommits(list) => list.iter().map(|n| Trigger::AfterCommits(*n)).collect(),
-        };
+        let triggers = triggers(&f.schedule.timing, &mut rng, deadline_ms);
         for (n, trigger) in triggers.into_iter().enumerate() {
-            let target = match f.target {
-                Target::AnyBroker => PlannedTarget::Broker {
-                    index: 1 + rng.below(u64::from(brokers)) as u32,
-                },
-                Target::Broker(i) => PlannedTarget::Broker { index: i },
-                Target::OwnerOfTopic => PlannedTarget::OwnerOfTopic {
-                    partition: if partitions > 1 {
-                        Some(rng.below(u64::from(partitions)) as u32)
-                    } else {
-                        None
-                    },
-                },
-                Target::CoordinatorOwner => PlannedTarget::CoordinatorOwner {
-                    coordinator: rng.below(u64::from(coordinators)) as u32,
-                },
-                Target::AnyBookie => PlannedTarget::Bookie {
-                    index: 1 + rng.below(u64::from(bookies)) as u32,
-                },
-                Target::Bookie(i) => PlannedTarget::Bookie { index: i },
-                Target::Zookeeper => PlannedTarget::Zookeeper,
-                Target::Cluster => PlannedTarget::Cluster,
-            };
+            let target = planned_target(
+                f.target,
+                &mut rng,
+                brokers,
+                bookies,
+                coordinators,
+                partitions,
+            );
             let kind = match &f.kind {
                 FaultKind::TopicUnload {
                     scope: UnloadScope::WorkloadTopic,
@@ -229,6 +178,82 @@ pub fn make(scenario: &Scenario, seed: u64) -> Plan {
         scenario: scenario.name.clone(),
         seed,
         faults: firings,
+    }
+}
+
+/// The firings of one schedule (`every` with jitter and `random` draw from the fault's
+/// stream).
+fn triggers(timing: &Timing, rng: &mut Rng, deadline_ms: u64) -> Vec<Trigger> {
+    match timing {
+        Timing::At(offsets) => offsets
+            .iter()
+            .map(|d| Trigger::AtMs(d.as_millis() as u64))
+            .collect(),
+        Timing::Every {
+            period,
+            jitter,
+            start,
+            stop,
+        } => {
+            let period = period.as_millis() as u64;
+            let jitter = jitter.as_millis() as u64;
+            let stop = stop.map(|d| d.as_millis() as u64).unwrap_or(deadline_ms);
+            let mut t = start.as_millis() as u64;
+            let mut out = Vec::new();
+            while t < stop {
+                let j = if jitter > 0 {
+                    rng.between(0, 2 * jitter)
+                } else {
+                    jitter
+                };
+                let at = (t + j).saturating_sub(jitter);
+                if at < stop {
+                    out.push(Trigger::AtMs(at));
+                }
+                t += period;
+            }
+            out
+        }
+        Timing::Random { count, from, to } => {
+            let (a, b) = (from.as_millis() as u64, to.as_millis() as u64);
+            let mut v: Vec<u64> = (0..*count).map(|_| rng.between(a, b)).collect();
+            v.sort();
+            v.into_iter().map(Trigger::AtMs).collect()
+        }
+        Timing::AfterCommits(list) => list.iter().map(|n| Trigger::AfterCommits(*n)).collect(),
+    }
+}
+
+/// The target of one firing, drawn from the fault's stream when the scenario leaves a choice.
+fn planned_target(
+    target: Target,
+    rng: &mut Rng,
+    brokers: u32,
+    bookies: u32,
+    coordinators: u32,
+    partitions: u32,
+) -> PlannedTarget {
+    match target {
+        Target::AnyBroker => PlannedTarget::Broker {
+            index: 1 + rng.below(u64::from(brokers)) as u32,
+        },
+        Target::Broker(i) => PlannedTarget::Broker { index: i },
+        Target::OwnerOfTopic => PlannedTarget::OwnerOfTopic {
+            partition: if partitions > 1 {
+                Some(rng.below(u64::from(partitions)) as u32)
+            } else {
+                None
+            },
+        },
+        Target::CoordinatorOwner => PlannedTarget::CoordinatorOwner {
+            coordinator: rng.below(u64::from(coordinators)) as u32,
+        },
+        Target::AnyBookie => PlannedTarget::Bookie {
+            index: 1 + rng.below(u64::from(bookies)) as u32,
+        },
+        Target::Bookie(i) => PlannedTarget::Bookie { index: i },
+        Target::Zookeeper => PlannedTarget::Zookeeper,
+        Target::Cluster => PlannedTarget::Cluster,
     }
 }
 

@@ -1,0 +1,270 @@
+use crate::checker::test_support::*;
+use crate::checker::{verdict, Cause, Context, Span, Status};
+use crate::history::{Event, EventBody, Outcome, TxnId};
+
+#[test]
+fn duplicates_are_attributed_to_the_ambiguous_commit_and_the_fault() {
+    let mut v: Vec<u64> = (0..10).collect();
+    v.extend(0..10);
+    let f = tally_of(10, &v);
+    let verdict = verdict(f, Some(ok(history_19629())), &Context::default());
+    assert_eq!(verdict.status, Status::Violation);
+    assert_eq!(verdict.duplicates.len(), 1);
+    let d = &verdict.duplicates[0];
+    assert_eq!(d.attempts, vec![1, 2]);
+    assert_eq!(d.cause, Cause::Ambiguity);
+    assert!(
+        d.explanation.contains("the first commit had applied"),
+        "{}",
+        d.explanation
+    );
+    assert!(
+        d.evidence
+            .iter()
+            .any(|e| e.contains("faults active: restart")),
+        "{:?}",
+        d.evidence
+    );
+    let a1 = verdict.attempts.iter().find(|a| a.attempt == 1).unwrap();
+    assert_eq!(a1.outcome, Some(Outcome::Ambiguous));
+    assert!(a1.resent);
+    assert_eq!(a1.faults, vec!["restart".to_string()]);
+    assert_eq!(verdict.faults[0].recovery_ms, Some(20));
+    assert!(
+        verdict.summary.starts_with("VIOLATION"),
+        "{}",
+        verdict.summary
+    );
+}
+
+/// Regression: a read-back held up by a transaction left open on a partition said of every
+/// committed-but-unread number that "the broker lost committed data".
+#[test]
+fn unread_numbers_of_an_incomplete_readback_are_not_called_lost() {
+    let f = tally_of(10, &(5..10).collect::<Vec<_>>());
+    let h = committed_0_to_10(5);
+    let ctx = Context {
+        readback_incomplete: Some("1 transaction(s) still open on the topic after 50s".into()),
+        ..Context::default()
+    };
+    let v = verdict(f, Some(ok(h)), &ctx);
+    assert_eq!(v.status, Status::Inconclusive);
+    let e = &v.missing[0].explanation;
+    assert!(
+        e.starts_with("not read: the read-back is incomplete (1 transaction(s) still open"),
+        "{e}"
+    );
+    assert!(!e.contains("lost"), "{e}");
+    assert_eq!(v.missing[0].cause, Cause::Harness);
+    assert!(
+        v.missing[0].evidence[0].contains("committed"),
+        "{:?}",
+        v.missing[0].evidence
+    );
+}
+
+#[test]
+fn committed_but_missing_blames_the_broker() {
+    let f = tally_of(10, &(5..10).collect::<Vec<_>>());
+    let mut h = committed_0_to_10(9);
+    h.push(ev(
+        10,
+        EventBody::ProducerFinished {
+            committed: 1,
+            aborted: 0,
+            ambiguous: 0,
+            messages_committed: 10,
+            complete: true,
+            detail: String::new(),
+        },
+    ));
+    let v = verdict(f, Some(ok(h)), &Context::default());
+    assert_eq!(v.status, Status::Violation);
+    assert_eq!(v.missing[0].what, Span { start: 0, end: 5 });
+    assert!(
+        v.missing[0].explanation.contains("lost committed data"),
+        "{}",
+        v.missing[0].explanation
+    );
+}
+
+#[test]
+fn withheld_ambiguous_commit_explains_a_gap() {
+    let f = tally_of(10, &(5..10).collect::<Vec<_>>());
+    let h = vec![
+        ev(
+            0,
+            EventBody::TxnOpened {
+                attempt: 1,
+                txn: T1,
+                numbers: vec![(0, 5)],
+                resend_of: None,
+            },
+        ),
+        ev(
+            9,
+            EventBody::TxnOutcome {
+                attempt: 1,
+                txn: T1,
+                outcome: Outcome::Ambiguous,
+                detail: "timeout".into(),
+            },
+        ),
+        ev(
+            9,
+            EventBody::ResendWithheld {
+                attempt: 1,
+                numbers: vec![(0, 5)],
+                reason: "retry-commit".into(),
+            },
+        ),
+        ev(
+            10,
+            EventBody::ProducerFinished {
+                committed: 0,
+                aborted: 0,
+                ambiguous: 1,
+                messages_committed: 5,
+                complete: true,
+                detail: String::new(),
+            },
+        ),
+    ];
+    let v = verdict(f, Some(ok(h)), &Context::default());
+    assert!(
+        v.missing[0].explanation.contains("withheld"),
+        "{}",
+        v.missing[0].explanation
+    );
+    assert_eq!(v.producer.unwrap().withheld, 1);
+}
+
+#[test]
+fn message_ids_of_duplicates_are_carried() {
+    let f = tally_of(3, &[0, 1, 1, 2]);
+    let mut ctx = Context::default();
+    ctx.duplicate_ids.insert(1, vec![id(1), id(2)]);
+    let v = verdict(f, None::<Vec<Result<Event, String>>>, &ctx);
+    assert_eq!(v.duplicates[0].what.message_ids[&1], vec![id(1), id(2)]);
+    let json = serde_json::to_string(&v).unwrap();
+    assert!(json.contains("\"status\":\"violation\""));
+}
+
+#[test]
+fn a_reply_the_harness_dropped_is_quoted_as_evidence() {
+    let mut h = history_19629();
+    h.insert(
+        2,
+        ev(
+            9,
+            EventBody::ReplyDropped {
+                fault: "lose-commit-reply#1".into(),
+                command: "END_TXN_RESPONSE".into(),
+                request_id: 7,
+                txn: Some(T1),
+            },
+        ),
+    );
+    let v = grade(&twice(), h, &Context::default());
+    assert_eq!(v.duplicates[0].cause, Cause::Ambiguity);
+    assert!(
+        v.duplicates[0].evidence[0].contains("END_TXN_RESPONSE dropped by lose-commit-reply#1"),
+        "{:?}",
+        v.duplicates[0].evidence
+    );
+}
+
+// ---- Broker log lines quoted under anomalies (issue 18) ----
+
+fn lwm_line(txn: TxnId, line: u64) -> crate::brokerlog::TxnLog {
+    crate::brokerlog::TxnLog {
+        txn,
+        named: vec![crate::brokerlog::BrokerLine {
+            node: "standalone".into(),
+            file: "logs/standalone.log".into(),
+            line,
+            level: "WARN".into(),
+            time: "2026-11-30T16:37:09,076".into(),
+            message: format!("TopicTransactionBuffer: Successes to abort low water mark for txn [{txn}], topic [persistent://public/default/eos-lwm-78ef54aa-partition-2], lowWaterMark [225]"),
+        }],
+        named_more: 0,
+        during: Vec::new(),
+        during_more: 0,
+    }
+}
+
+/// A transaction confirmed committed, its numbers gone, and the broker's line saying its
+/// transaction buffer aborted it: the line is quoted under the anomaly and named in words.
+#[test]
+fn a_lost_committed_transaction_quotes_the_brokers_low_water_mark_abort() {
+    let h: Vec<Event> = committed_0_to_10(5)
+        .into_iter()
+        .chain([finished(6, true)])
+        .collect();
+    let ctx = Context {
+        broker_log: vec![lwm_line(T1, 599), lwm_line(T2, 600)],
+        ..Context::default()
+    };
+    let v = grade(&(5..10).collect::<Vec<_>>(), h.clone(), &ctx);
+    assert_eq!(v.status, Status::Violation);
+    let m = &v.missing[0];
+    assert_eq!(m.cause, Cause::Pulsar);
+    // Only the lines of the anomaly's own transaction.
+    assert_eq!(m.broker_log, vec![lwm_line(T1, 599)]);
+    assert!(
+        m.explanation.starts_with(
+            "transaction #1 (0,1) was confirmed committed by the coordinator, yet its numbers are not readable: Pulsar lost committed data; the broker's transaction buffer aborted, by its low-water-mark rule, a transaction the coordinator had confirmed committed: (0,1) on eos-lwm-78ef54aa-partition-2 (logs/standalone.log:599)"
+        ),
+        "{}",
+        m.explanation
+    );
+    let json = serde_json::to_value(&v).unwrap();
+    assert_eq!(
+        json["missing"][0]["broker_log"][0]["named"][0]["line"], 599,
+        "{json}"
+    );
+    // Without lines: the explanation as before, and no `broker_log` key in verdict.json.
+    let plain = grade(&(5..10).collect::<Vec<_>>(), h, &Context::default());
+    assert!(plain.missing[0].broker_log.is_empty());
+    assert!(!plain.missing[0].explanation.contains("low-water-mark"));
+    assert!(!serde_json::to_string(&plain)
+        .unwrap()
+        .contains("broker_log"));
+}
+
+/// Regression guard: broker lines are evidence, never a cause. An attempt that learned no
+/// outcome stays the harness's (inconclusive) even when the broker says it aborted it.
+#[test]
+fn broker_lines_never_turn_a_harness_anomaly_into_pulsars() {
+    let h = vec![opened(0, 1, T1, vec![(0, 10)], None), finished(6, false)];
+    let ctx = Context {
+        broker_log: vec![lwm_line(T1, 42)],
+        ..Context::default()
+    };
+    let v = grade(&[], h, &ctx);
+    assert_eq!(v.status, Status::Inconclusive);
+    assert_eq!(v.missing[0].cause, Cause::Harness);
+    assert!(!v.missing[0].explanation.contains("low-water-mark"));
+    assert_eq!(v.missing[0].broker_log, vec![lwm_line(T1, 42)]);
+}
+
+#[test]
+fn duplicates_quote_the_lines_of_their_transactions() {
+    let h = vec![
+        opened(0, 1, T1, vec![(0, 10)], None),
+        outcome(1, 1, T1, Outcome::Committed, "ok"),
+        opened(2, 2, T2, vec![(0, 10)], None),
+        outcome(3, 2, T2, Outcome::Committed, "ok"),
+        finished(4, true),
+    ];
+    let t3 = TxnId { most: 0, least: 3 };
+    let ctx = Context {
+        broker_log: vec![lwm_line(T2, 7), lwm_line(t3, 8)],
+        ..Context::default()
+    };
+    let v = grade(&twice(), h, &ctx);
+    assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+    assert_eq!(v.duplicates[0].broker_log, vec![lwm_line(T2, 7)]);
+    // A duplicate's explanation names no known cause (the pattern is about lost commits).
+    assert!(!v.duplicates[0].explanation.contains("low-water-mark"));
+}

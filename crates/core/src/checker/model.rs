@@ -1,0 +1,274 @@
+//! The verdict's model: the types of verdict.json ([`Verdict`], [`Status`], [`Cause`],
+//! [`Attributed`], [`AttemptRecord`], [`FaultRecord`], [`ProducerSummary`], [`StallFinding`],
+//! [`DuplicateEntry`]) and the [`Context`] a verdict is given besides the findings.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::findings::{Span, Unexpected};
+use super::message::MsgId;
+use crate::history::{Outcome, TxnId};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Pass,
+    Violation,
+    Inconclusive,
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Status::Pass => "pass",
+            Status::Violation => "violation",
+            Status::Inconclusive => "inconclusive",
+        })
+    }
+}
+
+/// One transaction attempt that carried an anomalous number, as the history tells it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    pub attempt: u64,
+    pub txn: TxnId,
+    pub numbers: Vec<(u64, u64)>,
+    pub opened_ms: u64,
+    /// When the producer first learned an outcome (committed, aborted or ambiguous).
+    #[serde(default)]
+    pub outcome_ms: Option<u64>,
+    /// When the last outcome (or resolution) was learned.
+    pub ended_ms: Option<u64>,
+    /// What the producer was told (None: the run ended before it learned anything).
+    pub outcome: Option<Outcome>,
+    pub detail: String,
+    /// What a later check found, for an ambiguous attempt.
+    pub resolved: Option<Outcome>,
+    pub commit_tries: u32,
+    pub resent: bool,
+    /// Why the producer sent its numbers again (the history's `resend_scheduled` reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resend_reason: Option<String>,
+    pub withheld: bool,
+    /// Why the resend was withheld.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub withheld_reason: Option<String>,
+    /// Replies to this transaction the harness's `reply_loss` fault dropped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replies_dropped: Vec<String>,
+    /// Faults active while the attempt was open or committing.
+    pub faults: Vec<String>,
+}
+
+impl AttemptRecord {
+    /// The attempt as the broker-log scan needs it; None for the placeholder transaction of a
+    /// run without transactions.
+    pub fn opened(&self) -> Option<crate::brokerlog::Opened> {
+        (self.txn.most != NO_TXN).then_some(crate::brokerlog::Opened {
+            txn: self.txn,
+            opened_ms: self.opened_ms,
+            outcome_ms: self.outcome_ms,
+        })
+    }
+}
+
+/// Whose doing an anomaly is, as the evidence shows it. See README, "How a verdict is graded".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// A definitive answer from Pulsar is contradicted by the read-back: a commit confirmed
+    /// but its numbers missing; an abort confirmed, or a commit never sent, but its numbers
+    /// readable; numbers committed twice with no resend of ours behind it.
+    Pulsar,
+    /// The numbers were resent after an outcome the client could not learn, and the first
+    /// commit had applied (what the `naive` policy, the design of #19780, runs into).
+    Ambiguity,
+    /// The harness could not finish the job: a resend it withheld, a read that stopped short,
+    /// a transaction the coordinator still held, an attempt with no outcome, numbers never
+    /// sent. Never a violation: the verdict is inconclusive.
+    Harness,
+    /// The scenario's `sabotage` asked for it (the checker's own self-test).
+    Sabotage,
+    /// No producer history was given (`verify` without `--history`): the range check alone,
+    /// blaming nobody.
+    #[default]
+    Unknown,
+}
+
+impl Cause {
+    /// Whether an anomaly of this cause makes the verdict a violation.
+    pub fn is_violation(self) -> bool {
+        !matches!(self, Cause::Harness)
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Cause::Pulsar => "pulsar",
+            Cause::Ambiguity => "ambiguity",
+            Cause::Harness => "harness",
+            Cause::Sabotage => "sabotage",
+            Cause::Unknown => "unknown",
+        })
+    }
+}
+
+/// The anomalies with the attempts that carried them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attributed<T> {
+    #[serde(flatten)]
+    pub what: T,
+    /// Attempt numbers; details in `Verdict::attempts`.
+    pub attempts: Vec<u64>,
+    /// Whose doing it is (see `Cause`).
+    #[serde(default)]
+    pub cause: Cause,
+    /// One sentence: the cause as the history shows it.
+    pub explanation: String,
+    /// What the cause rests on, one line each: Pulsar's answers to the attempts that carried
+    /// the numbers, the resends and their reasons, as the history recorded them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
+    /// What the brokers logged about the transactions of `attempts` (`Context::broker_log`):
+    /// quoted lines with their file and line number. Evidence only: they never set the cause.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub broker_log: Vec<crate::brokerlog::TxnLog>,
+}
+
+/// One fault as it happened, with how long commits took to flow again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultRecord {
+    pub fault: String,
+    pub kind: String,
+    pub target: String,
+    pub started_ms: u64,
+    pub healed_ms: Option<u64>,
+    pub action: String,
+    /// From the heal to the first commit confirmed after it.
+    pub recovery_ms: Option<u64>,
+    /// From the last commit confirmed before the fault to the first one after its heal.
+    pub commit_gap_ms: Option<u64>,
+    pub heal_ok: bool,
+    /// False when the injection failed (see the history's `fault_failed`).
+    #[serde(default = "yes")]
+    pub applied: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The producer's side, summed from the history.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProducerSummary {
+    pub attempts: u64,
+    pub committed: u64,
+    pub aborted: u64,
+    pub ambiguous: u64,
+    pub resolved_committed: u64,
+    pub resolved_aborted: u64,
+    pub withheld: u64,
+    pub finished: bool,
+    pub complete: bool,
+}
+
+/// The verdict, as written to verdict.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub status: Status,
+    /// One paragraph in plain words.
+    pub summary: String,
+    pub seed: Option<u64>,
+    pub expected: u64,
+    pub received: u64,
+    pub distinct: u64,
+    pub missing_total: u64,
+    pub duplicate_values: u64,
+    pub duplicate_copies: u64,
+    pub unexpected_total: u64,
+    pub missing: Vec<Attributed<Span>>,
+    pub duplicates: Vec<Attributed<DuplicateEntry>>,
+    pub unexpected: Vec<Unexpected>,
+    /// Why the verdict is inconclusive (empty otherwise).
+    pub reasons: Vec<String>,
+    /// What the reader should know that does not change the status (e.g. unreadable history).
+    #[serde(default)]
+    pub notes: Vec<String>,
+    pub producer: Option<ProducerSummary>,
+    pub attempts: Vec<AttemptRecord>,
+    pub faults: Vec<FaultRecord>,
+    /// The run stopped making progress with no fault active (a liveness finding).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<StallFinding>,
+}
+
+/// A stall: what the producer was told meanwhile and what the brokers logged about the topic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StallFinding {
+    /// Run time (ms) of the last commit or fault activity.
+    pub since_ms: u64,
+    /// Run time (ms) at which the harness gave up.
+    pub detected_ms: u64,
+    /// Attempts that ended without a commit from `since_ms` on.
+    pub failed_attempts: u64,
+    /// The most frequent failures (count, the producer's words), most frequent first.
+    pub failures: Vec<(u64, String)>,
+    /// Repeated WARN/ERROR broker log lines about the topic from `since_ms` on.
+    pub broker_log: Vec<crate::stall::LogEvidence>,
+    /// A known Pulsar bug the evidence matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub likely_cause: Option<String>,
+}
+
+/// A duplicated stretch with the message ids of each copy (for the first values).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DuplicateEntry {
+    pub start: u64,
+    pub end: u64,
+    pub copies: u32,
+    /// value -> message ids of every copy (located by a second read; may be empty).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub message_ids: BTreeMap<u64, Vec<MsgId>>,
+}
+
+/// What else the verdict needs to know besides the findings. Stored as it is in the run
+/// directory's read-back file (see `readlog`), so a field added here is stored too; a field a
+/// file lacks loads as its default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Context {
+    pub seed: Option<u64>,
+    /// The read-back did not reach the end of every partition.
+    pub readback_incomplete: Option<String>,
+    /// Message ids of duplicated values (second read). Stored in value order.
+    #[serde(serialize_with = "sorted_by_value")]
+    pub duplicate_ids: HashMap<u64, Vec<MsgId>>,
+    /// Broker log lines about the topic during a stall (gathered by the runner).
+    pub stall_log: Vec<crate::stall::LogEvidence>,
+    /// A known bug those lines match.
+    pub stall_cause: Option<String>,
+    /// Broker log lines about the transactions of the attempts that carried anomalous
+    /// numbers (gathered by the runner after a verdict that was not a pass).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub broker_log: Vec<crate::brokerlog::TxnLog>,
+    /// Numbers the scenario's sabotage never sent, and sent twice.
+    pub sabotage_skip: BTreeSet<u64>,
+    pub sabotage_duplicate: BTreeSet<u64>,
+}
+
+fn sorted_by_value<S: serde::Serializer>(
+    m: &HashMap<u64, Vec<MsgId>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    m.iter().collect::<BTreeMap<_, _>>().serialize(s)
+}
+
+/// The coordinator id of the placeholder transactions of a run without transactions (a send
+/// there is not atomic: a failed one may have been persisted, so a resend is ambiguous).
+pub const NO_TXN: u64 = u64::MAX;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,283 @@
+//! The verdict: [`verdict`] attributes the findings with the history and the context, grades
+//! them (README, "How a verdict is graded") and says the result in one paragraph.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use rangemap::RangeInclusiveSet;
+
+use super::attribution::{attributed_duplicate, attributed_missing};
+use super::findings::{Findings, Span};
+use super::history_view::{scan_history, HistoryView};
+use super::model::{Attributed, Cause, Context, DuplicateEntry, StallFinding, Status, Verdict};
+use crate::history::Event;
+
+/// Build the verdict from the findings, the history (if any) and the context. Pure.
+pub fn verdict<I, E>(findings: Findings, history: Option<I>, ctx: &Context) -> Verdict
+where
+    I: IntoIterator<Item = Result<Event, E>>,
+    E: fmt::Display,
+{
+    let anomalies = anomalies(&findings);
+    let view = history.map(|h| scan_history(h, &anomalies));
+    let missing: Vec<Attributed<Span>> = findings
+        .missing
+        .iter()
+        .map(|m| attributed_missing(*m, view.as_ref(), ctx))
+        .collect();
+    let duplicates: Vec<Attributed<DuplicateEntry>> = findings
+        .duplicates
+        .iter()
+        .map(|d| attributed_duplicate(d, view.as_ref(), ctx))
+        .collect();
+
+    let mut reasons = Vec::new();
+    let mut notes = Vec::new();
+    notes.extend(unreadable_note(view.as_ref()));
+    unfinished_reasons(view.as_ref(), ctx, &mut reasons);
+    let stall = stall_finding(view.as_ref(), ctx, &mut reasons, &mut notes);
+    let status = status(&findings, &missing, &duplicates, ctx, &mut reasons);
+    let summary = summary(&findings, status, &reasons, &notes, &missing, &duplicates);
+    let (producer, attempts, faults) = match view {
+        Some(v) => (
+            Some(v.producer),
+            v.attempts.into_values().collect(),
+            v.faults,
+        ),
+        None => (None, Vec::new(), Vec::new()),
+    };
+    Verdict {
+        status,
+        summary,
+        seed: ctx.seed,
+        expected: findings.expected,
+        received: findings.received,
+        distinct: findings.distinct,
+        missing_total: findings.missing_total,
+        duplicate_values: findings.duplicate_values,
+        duplicate_copies: findings.duplicate_copies,
+        unexpected_total: findings.unexpected_total,
+        missing,
+        duplicates,
+        unexpected: findings.unexpected,
+        reasons,
+        notes,
+        producer,
+        attempts,
+        faults,
+        stall,
+    }
+}
+
+/// The numbers missing or duplicated: the history scan keeps in full the attempts that
+/// carried one.
+fn anomalies(findings: &Findings) -> RangeInclusiveSet<u64> {
+    let mut anomalies = RangeInclusiveSet::new();
+    for m in &findings.missing {
+        anomalies.insert(m.start..=m.end - 1);
+    }
+    for d in &findings.duplicates {
+        anomalies.insert(d.start..=d.end - 1);
+    }
+    anomalies
+}
+
+/// A note when history lines could not be read.
+fn unreadable_note(view: Option<&HistoryView>) -> Option<String> {
+    let v = view?;
+    (v.unreadable > 0).then(|| {
+        format!(
+            "{} history line(s) could not be read (first: {}); attribution may be incomplete",
+            v.unreadable,
+            v.first_error.clone().unwrap_or_default()
+        )
+    })
+}
+
+/// The reasons the run did not finish its job: a read-back that stopped short, a producer
+/// that never finished or stopped before every number was committed.
+fn unfinished_reasons(view: Option<&HistoryView>, ctx: &Context, reasons: &mut Vec<String>) {
+    if let Some(r) = &ctx.readback_incomplete {
+        reasons.push(format!("the read-back is incomplete: {r}"));
+    }
+    if let Some(v) = view {
+        if !v.producer.finished {
+            reasons.push("the producer never finished (no producer_finished event)".to_string());
+        } else if !v.producer.complete {
+            reasons.push(
+                "the producer stopped before every number was confirmed committed".to_string(),
+            );
+        }
+    }
+}
+
+/// The history's stall with the broker lines and known cause the context gathered: a reason
+/// (what stalled, and the most frequent failure meanwhile) and notes (the first broker lines,
+/// the likely cause).
+fn stall_finding(
+    view: Option<&HistoryView>,
+    ctx: &Context,
+    reasons: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) -> Option<StallFinding> {
+    let mut stall = view.and_then(|v| v.stall.clone());
+    if let Some(st) = &mut stall {
+        st.broker_log = ctx.stall_log.clone();
+        st.likely_cause = ctx.stall_cause.clone();
+        let mut why = format!(
+            "the run stalled: nothing committed for {:.0}s (from t={:.1}s) with no fault active, so the harness stopped the producer; {} attempt(s) failed meanwhile",
+            (st.detected_ms.saturating_sub(st.since_ms)) as f64 / 1000.0,
+            st.since_ms as f64 / 1000.0,
+            st.failed_attempts
+        );
+        if let Some((n, d)) = st.failures.first() {
+            why.push_str(&format!(", {n} with: {d}"));
+        }
+        reasons.push(why);
+        for e in st.broker_log.iter().take(3) {
+            notes.push(format!(
+                "{} logged {} {}x about {} from {} to {}: {}",
+                e.node, e.level, e.count, e.topic, e.first, e.last, e.message
+            ));
+        }
+        if let Some(c) = &st.likely_cause {
+            notes.push(format!("likely cause: {c}"));
+        }
+    }
+    stall
+}
+
+/// The status, given the attributed anomalies and the reasons found so far (to which numbers
+/// missing by the harness's own doing add one).
+fn status(
+    findings: &Findings,
+    missing: &[Attributed<Span>],
+    duplicates: &[Attributed<DuplicateEntry>],
+    ctx: &Context,
+    reasons: &mut Vec<String>,
+) -> Status {
+    // Grading (README, "How a verdict is graded"): a violation needs an anomaly that Pulsar's
+    // own answers contradict, an ambiguous commit resent, a sabotage, or, with no history to
+    // ask, the range check alone. Anomalies of the harness's own making only make it
+    // inconclusive, and say so.
+    let harness_missing: u64 = missing
+        .iter()
+        .filter(|m| m.cause == Cause::Harness)
+        .map(|m| m.what.len())
+        .sum();
+    if harness_missing > 0 && ctx.readback_incomplete.is_none() {
+        reasons.push(format!(
+            "{harness_missing} number(s) are missing for reasons of the harness's own, not Pulsar's (see each range's explanation)"
+        ));
+    }
+    let violation = findings.unexpected_total > 0
+        || missing.iter().any(|m| m.cause.is_violation())
+        || duplicates.iter().any(|d| d.cause.is_violation())
+        // Anomalies beyond what the lists hold are graded as the listed ones are.
+        || (findings.duplicate_values > 0 && duplicates.is_empty())
+        || (findings.missing_total > 0 && missing.is_empty() && reasons.is_empty());
+    if violation {
+        Status::Violation
+    } else if !reasons.is_empty() {
+        Status::Inconclusive
+    } else {
+        Status::Pass
+    }
+}
+
+/// The verdict's paragraph: the findings and reasons, then the causes (unless it passed) and
+/// the notes.
+fn summary(
+    findings: &Findings,
+    status: Status,
+    reasons: &[String],
+    notes: &[String],
+    missing: &[Attributed<Span>],
+    duplicates: &[Attributed<DuplicateEntry>],
+) -> String {
+    let mut summary = summarize(findings, status, reasons);
+    let causes = cause_counts(missing, duplicates);
+    if !causes.is_empty() && status != Status::Pass {
+        summary.push_str(&format!(" Causes: {causes}."));
+    }
+    for n in notes {
+        summary.push_str(&format!(" Note: {n}."));
+    }
+    summary
+}
+
+/// "2 range(s) pulsar, 1 ambiguity": how many listed anomalies have each cause.
+fn cause_counts(missing: &[Attributed<Span>], duplicates: &[Attributed<DuplicateEntry>]) -> String {
+    let mut n: BTreeMap<Cause, usize> = BTreeMap::new();
+    for c in missing
+        .iter()
+        .map(|m| m.cause)
+        .chain(duplicates.iter().map(|d| d.cause))
+    {
+        *n.entry(c).or_default() += 1;
+    }
+    n.iter()
+        .map(|(c, k)| format!("{k} range(s) {c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn summarize(f: &Findings, status: Status, reasons: &[String]) -> String {
+    let mut parts = Vec::new();
+    match status {
+        Status::Pass => {
+            return format!(
+                "PASS: all {} numbers of [0, {}) arrived exactly once ({} messages read).",
+                f.expected, f.expected, f.received
+            )
+        }
+        Status::Violation => parts.push("VIOLATION:".to_string()),
+        Status::Inconclusive => parts.push("INCONCLUSIVE:".to_string()),
+    }
+    if f.missing_total > 0 {
+        let first: Vec<String> = f.missing.iter().take(5).map(|s| s.to_string()).collect();
+        parts.push(format!(
+            "{} number(s) missing in {} range(s) (first: {}).",
+            f.missing_total,
+            f.missing.len(),
+            first.join(", ")
+        ));
+    }
+    if f.duplicate_values > 0 {
+        let first: Vec<String> = f
+            .duplicates
+            .iter()
+            .take(5)
+            .map(|d| {
+                let s = Span {
+                    start: d.start,
+                    end: d.end,
+                };
+                format!("{s} x{}", d.copies)
+            })
+            .collect();
+        parts.push(format!(
+            "{} number(s) duplicated, {} extra cop(ies) (first: {}).",
+            f.duplicate_values,
+            f.duplicate_copies,
+            first.join(", ")
+        ));
+    }
+    if f.unexpected_total > 0 {
+        parts.push(format!(
+            "{} unexpected message(s) (not a number of [0, {})).",
+            f.unexpected_total, f.expected
+        ));
+    }
+    for r in reasons {
+        parts.push(format!("{r}."));
+    }
+    parts.push(format!(
+        "{} of {} numbers arrived ({} messages read).",
+        f.distinct, f.expected, f.received
+    ));
+    parts.join(" ")
+}
+
+#[cfg(test)]
+mod tests;

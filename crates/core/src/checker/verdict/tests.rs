@@ -1,0 +1,491 @@
+use super::*;
+use crate::checker::test_support::*;
+use crate::checker::{Tally, NO_TXN};
+use crate::history::{Event, EventBody, Outcome, TxnId};
+
+/// Failures before and after the last commit (at 10 ms), then the harness's stall event and
+/// the producer stopped.
+fn stall_history() -> Vec<Event> {
+    let aborted = |t: u64, attempt: u64, detail: &str| {
+        ev(
+            t,
+            EventBody::TxnOutcome {
+                attempt,
+                txn: TxnId {
+                    most: 0,
+                    least: attempt,
+                },
+                outcome: Outcome::Aborted,
+                detail: detail.into(),
+            },
+        )
+    };
+    vec![
+        // Before the last commit: not part of the stall.
+        aborted(5, 1, "a SEND timed out"),
+        ev(
+            10,
+            EventBody::TxnOutcome {
+                attempt: 2,
+                txn: T2,
+                outcome: Outcome::Committed,
+                detail: String::new(),
+            },
+        ),
+        aborted(
+            20,
+            3,
+            "the broker closed producer 1 (topic unloaded or moved)",
+        ),
+        aborted(
+            30,
+            4,
+            "the broker closed producer 2 (topic unloaded or moved)",
+        ),
+        aborted(40, 5, "a SEND failed: PersistenceError"),
+        ev(
+            70_010,
+            EventBody::Stalled {
+                since_ms: 10,
+                idle_ms: 70_000,
+                detail: "nothing committed for 70s with no fault active".into(),
+            },
+        ),
+        ev(
+            70_020,
+            EventBody::ProducerFinished {
+                committed: 1,
+                aborted: 4,
+                ambiguous: 0,
+                messages_committed: 1,
+                complete: false,
+                detail: "stopped: stalled".into(),
+            },
+        ),
+    ]
+}
+
+/// The broker lines about the topic and the known bug they match, as the runner gathers them
+/// after a stall.
+fn stall_context() -> Context {
+    Context {
+        stall_log: vec![crate::stall::LogEvidence {
+            node: "broker-1".into(),
+            topic: "t-partition-1".into(),
+            level: "WARN".into(),
+            message: "PersistentTopic: Failed to persist msg in store".into(),
+            count: 687,
+            first: "2026-11-30T07:23:43,454".into(),
+            last: "2026-11-30T07:30:12,000".into(),
+        }],
+        stall_cause: Some("the transaction buffer bug".into()),
+        ..Context::default()
+    }
+}
+
+#[test]
+fn a_stall_is_inconclusive_with_the_failures_since_the_last_progress_and_the_broker_lines() {
+    let h = stall_history();
+    let ctx = stall_context();
+    let v = verdict(tally_of(2, &[1]), Some(ok(h)), &ctx);
+    assert_eq!(v.status, Status::Inconclusive, "{}", v.summary);
+    let st = v.stall.as_ref().expect("a stall finding");
+    assert_eq!((st.since_ms, st.detected_ms), (10, 70_010));
+    assert_eq!(st.failed_attempts, 3);
+    // Failures differing only in ids count as one kind.
+    assert_eq!(
+        st.failures[0],
+        (
+            2,
+            "the broker closed producer 1 (topic unloaded or moved)".to_string()
+        )
+    );
+    assert_eq!(st.broker_log.len(), 1);
+    assert!(
+        v.reasons
+            .iter()
+            .any(|r| r.contains("the run stalled: nothing committed for 70s")
+                && r.contains(
+                    "3 attempt(s) failed meanwhile, 2 with: the broker closed producer 1"
+                )),
+        "{:?}",
+        v.reasons
+    );
+    assert!(
+        v.notes
+            .iter()
+            .any(|n| n.contains("broker-1 logged WARN 687x about t-partition-1")),
+        "{:?}",
+        v.notes
+    );
+    assert!(
+        v.notes
+            .iter()
+            .any(|n| n == "likely cause: the transaction buffer bug"),
+        "{:?}",
+        v.notes
+    );
+    assert!(v.summary.contains("the run stalled"), "{}", v.summary);
+    // A run without a stall event has no stall finding, whatever the context holds.
+    let v = verdict(tally_of(1, &[0]), Some(ok(Vec::new())), &ctx);
+    assert!(v.stall.is_none());
+}
+
+#[test]
+fn clean_read_with_finished_producer_passes() {
+    let f = tally_of(10, &(0..10).collect::<Vec<_>>());
+    let v = verdict(f, Some(ok(history_19629())), &Context::default());
+    assert_eq!(v.status, Status::Pass);
+    assert!(v.attempts.is_empty(), "only anomalous attempts are kept");
+    assert_eq!(v.producer.as_ref().unwrap().committed, 1);
+}
+
+#[test]
+fn missing_with_unfinished_producer_is_inconclusive() {
+    let f = tally_of(20, &(0..10).collect::<Vec<_>>());
+    let h: Vec<Event> = history_19629()
+        .into_iter()
+        .filter(|e| !matches!(e.body, EventBody::ProducerFinished { .. }))
+        .collect();
+    let v = verdict(f, Some(ok(h)), &Context::default());
+    assert_eq!(v.status, Status::Inconclusive);
+    assert!(v.reasons[0].contains("never finished"));
+}
+
+#[test]
+fn incomplete_readback_is_inconclusive() {
+    let f = tally_of(20, &(0..10).collect::<Vec<_>>());
+    let ctx = Context {
+        readback_incomplete: Some("timed out".into()),
+        ..Context::default()
+    };
+    let v = verdict(f, None::<Vec<Result<Event, String>>>, &ctx);
+    assert_eq!(v.status, Status::Inconclusive);
+}
+
+fn resend(t: u64, attempt: u64, numbers: Vec<(u64, u64)>, reason: &str) -> Event {
+    ev(
+        t,
+        EventBody::ResendScheduled {
+            attempt,
+            numbers,
+            reason: reason.into(),
+        },
+    )
+}
+
+// ---- The grading table (README, "How a verdict is graded"): one test per row. ----
+
+#[test]
+fn row_pass_every_number_once() {
+    let v = grade(
+        &(0..10).collect::<Vec<_>>(),
+        committed_0_to_10(5)
+            .into_iter()
+            .chain([finished(6, true)])
+            .collect(),
+        &Context::default(),
+    );
+    assert_eq!(v.status, Status::Pass);
+}
+
+#[test]
+fn row_confirmed_commit_missing_is_pulsar() {
+    let h = vec![
+        opened(0, 1, T1, vec![(0, 10)], None),
+        outcome(
+            5,
+            1,
+            T1,
+            Outcome::Committed,
+            "END_TXN COMMIT answered success",
+        ),
+        finished(6, true),
+    ];
+    let v = grade(&(5..10).collect::<Vec<_>>(), h, &Context::default());
+    assert_eq!(v.status, Status::Violation);
+    assert_eq!(v.missing[0].cause, Cause::Pulsar);
+    assert!(
+        v.missing[0].evidence[0].contains("END_TXN COMMIT answered success"),
+        "{:?}",
+        v.missing[0].evidence
+    );
+    // Even when the producer did not finish: Pulsar contradicted its own answer.
+    let h = vec![
+        opened(0, 1, T1, vec![(0, 10)], None),
+        outcome(5, 1, T1, Outcome::Committed, "ok"),
+        finished(6, false),
+    ];
+    assert_eq!(
+        grade(&(5..10).collect::<Vec<_>>(), h, &Context::default()).status,
+        Status::Violation
+    );
+}
+
+#[test]
+fn row_confirmed_abort_readable_is_pulsar() {
+    let h = vec![
+        opened(0, 1, T1, vec![(0, 10)], None),
+        outcome(
+            5,
+            1,
+            T1,
+            Outcome::Aborted,
+            "InvalidTxnStatus: ... it is in ABORTED status",
+        ),
+        resend(5, 1, vec![(0, 10)], "the commit did not apply"),
+        opened(6, 2, T2, vec![(0, 10)], Some(1)),
+        outcome(7, 2, T2, Outcome::Committed, "ok"),
+        finished(8, true),
+    ];
+    let v = grade(&twice(), h, &Context::default());
+    assert_eq!(v.status, Status::Violation);
+    assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+    assert!(
+        v.duplicates[0]
+            .explanation
+            .contains("aborted on Pulsar's word"),
+        "{}",
+        v.duplicates[0].explanation
+    );
+}
+
+#[test]
+fn row_one_transaction_delivered_twice_is_pulsar() {
+    let v = grade(
+        &twice(),
+        committed_0_to_10(5)
+            .into_iter()
+            .chain([finished(6, true)])
+            .collect(),
+        &Context::default(),
+    );
+    assert_eq!(v.status, Status::Violation);
+    assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+}
+
+#[test]
+fn row_committed_twice_without_a_resend_is_pulsar() {
+    let h = vec![
+        opened(0, 1, T1, vec![(0, 10)], None),
+        outcome(1, 1, T1, Outcome::Committed, "ok"),
+        opened(2, 2, T2, vec![(0, 10)], None),
+        outcome(3, 2, T2, Outcome::Committed, "ok"),
+        finished(4, true),
+    ];
+    let v = grade(&twice(), h, &Context::default());
+    assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+    assert!(
+        v.duplicates[0].explanation.contains("no resend"),
+        "{}",
+        v.duplicates[0].explanation
+    );
+}
+
+#[test]
+fn row_resend_after_an_ambiguous_commit_is_ambiguity() {
+    let v = grade(&twice(), history_19629(), &Context::default());
+    assert_eq!(v.status, Status::Violation);
+    assert_eq!(v.duplicates[0].cause, Cause::Ambiguity);
+    assert!(v.summary.contains("1 range(s) ambiguity"), "{}", v.summary);
+}
+
+/// Regression: a resend the policy withheld left numbers missing, graded VIOLATION.
+#[test]
+fn row_withheld_resend_is_harness_inconclusive() {
+    let h = vec![
+        opened(0, 1, T1, vec![(0, 10)], None),
+        outcome(5, 1, T1, Outcome::Ambiguous, "timed out"),
+        ev(
+            9,
+            EventBody::ResendWithheld {
+                attempt: 1,
+                numbers: vec![(0, 10)],
+                reason: "retry-commit: the commit stayed ambiguous".into(),
+            },
+        ),
+        finished(10, true),
+    ];
+    let v = grade(&[], h, &Context::default());
+    assert_eq!(v.status, Status::Inconclusive);
+    assert_eq!(v.missing[0].cause, Cause::Harness);
+    assert!(
+        v.reasons.iter().any(|r| r.contains("harness's own")),
+        "{:?}",
+        v.reasons
+    );
+}
+
+#[test]
+fn row_incomplete_read_is_harness_inconclusive() {
+    let ctx = Context {
+        readback_incomplete: Some("a partition still held".into()),
+        ..Context::default()
+    };
+    let v = grade(
+        &(0..5).collect::<Vec<_>>(),
+        committed_0_to_10(5)
+            .into_iter()
+            .chain([finished(6, true)])
+            .collect(),
+        &ctx,
+    );
+    assert_eq!(v.status, Status::Inconclusive);
+    assert_eq!(v.missing[0].cause, Cause::Harness);
+}
+
+#[test]
+fn row_no_outcome_is_harness_inconclusive() {
+    let h = vec![opened(0, 1, T1, vec![(0, 10)], None), finished(6, false)];
+    let v = grade(&[], h, &Context::default());
+    assert_eq!(v.status, Status::Inconclusive);
+    assert_eq!(v.missing[0].cause, Cause::Harness);
+}
+
+#[test]
+fn row_never_sent_is_harness_inconclusive() {
+    let h = vec![
+        opened(0, 1, T1, vec![(0, 5)], None),
+        outcome(1, 1, T1, Outcome::Committed, "ok"),
+        finished(2, true),
+    ];
+    let v = grade(&(0..5).collect::<Vec<_>>(), h, &Context::default());
+    assert_eq!(v.status, Status::Inconclusive);
+    assert_eq!(v.missing[0].cause, Cause::Harness);
+    assert!(
+        v.missing[0].explanation.contains("never sent"),
+        "{}",
+        v.missing[0].explanation
+    );
+}
+
+#[test]
+fn row_sabotage_is_a_violation_by_design() {
+    let h = vec![
+        opened(0, 1, T1, vec![(0, 7), (8, 10)], None),
+        outcome(1, 1, T1, Outcome::Committed, "ok"),
+        finished(2, true),
+    ];
+    let ctx = Context {
+        sabotage_skip: [7].into_iter().collect(),
+        ..Context::default()
+    };
+    let read: Vec<u64> = (0..10).filter(|n| *n != 7).collect();
+    let v = grade(&read, h, &ctx);
+    assert_eq!(v.status, Status::Violation);
+    assert_eq!(v.missing[0].cause, Cause::Sabotage);
+}
+
+#[test]
+fn row_no_history_is_the_range_check_alone() {
+    let v = verdict(
+        tally_of(10, &(0..9).collect::<Vec<_>>()),
+        None::<Vec<Result<Event, String>>>,
+        &Context::default(),
+    );
+    assert_eq!(v.status, Status::Violation);
+    assert_eq!(v.missing[0].cause, Cause::Unknown);
+    assert!(
+        !v.missing[0].explanation.contains("Pulsar"),
+        "{}",
+        v.missing[0].explanation
+    );
+}
+
+#[test]
+fn row_unexpected_payloads_are_a_violation() {
+    let mut t = Tally::new(10);
+    for i in 0..10u64 {
+        t.observe(i.to_string().as_bytes(), id(i));
+    }
+    t.observe(b"hello", id(99));
+    let v = verdict(
+        t.finish().unwrap(),
+        Some(ok(committed_0_to_10(5)
+            .into_iter()
+            .chain([finished(6, true)])
+            .collect())),
+        &Context::default(),
+    );
+    assert_eq!(v.status, Status::Violation);
+}
+
+#[test]
+fn row_no_anomaly_but_the_producer_stopped_is_inconclusive() {
+    let v = grade(
+        &(0..10).collect::<Vec<_>>(),
+        committed_0_to_10(5)
+            .into_iter()
+            .chain([finished(6, false)])
+            .collect(),
+        &Context::default(),
+    );
+    assert_eq!(v.status, Status::Inconclusive);
+}
+
+#[test]
+fn row_read_proved_invisible_then_readable_is_pulsar() {
+    let h = vec![
+        opened(0, 1, T1, vec![(0, 10)], None),
+        outcome(5, 1, T1, Outcome::Ambiguous, "timed out"),
+        ev(
+            6,
+            EventBody::TxnResolved {
+                attempt: 1,
+                txn: T1,
+                resolved: Outcome::Aborted,
+                how: "read-back: none of its 10 messages is visible".into(),
+            },
+        ),
+        resend(6, 1, vec![(0, 10)], "the commit did not apply"),
+        opened(7, 2, T2, vec![(0, 10)], Some(1)),
+        outcome(8, 2, T2, Outcome::Committed, "ok"),
+        finished(9, true),
+    ];
+    let v = grade(&twice(), h, &Context::default());
+    assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+}
+
+#[test]
+fn row_no_transaction_resend_after_a_failed_send_is_ambiguity() {
+    let t = TxnId {
+        most: NO_TXN,
+        least: 1,
+    };
+    let h = vec![
+        opened(0, 1, t, vec![(0, 10)], None),
+        outcome(
+            1,
+            1,
+            t,
+            Outcome::Aborted,
+            "a SEND failed (no transaction: the sent messages stay)",
+        ),
+        resend(1, 1, vec![(0, 10)], "a SEND failed"),
+        opened(
+            2,
+            2,
+            TxnId {
+                most: NO_TXN,
+                least: 2,
+            },
+            vec![(0, 10)],
+            Some(1),
+        ),
+        outcome(
+            3,
+            2,
+            TxnId {
+                most: NO_TXN,
+                least: 2,
+            },
+            Outcome::Committed,
+            "no transaction",
+        ),
+        finished(4, true),
+    ];
+    assert_eq!(
+        grade(&twice(), h, &Context::default()).duplicates[0].cause,
+        Cause::Ambiguity
+    );
+}

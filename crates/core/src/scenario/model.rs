@@ -1,0 +1,462 @@
+//! The validated scenario: the domain types a run is made from (cluster, workload, faults,
+//! their targets and schedules, sabotage, expectations), every value checked and every
+//! default filled in.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::file::ScenarioFile;
+use super::resolve::resolve_cluster_file;
+
+/// The Pulsar version a scenario runs when it names none (see `versions`).
+pub const PULSAR_VERSION: &str = crate::versions::DEFAULT;
+
+/// A validated scenario: every value checked, every default filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    pub name: String,
+    pub description: Option<String>,
+    pub seed: Option<u64>,
+    pub cluster: ClusterSpec,
+    pub workload: Workload,
+    pub faults: Vec<FaultSpec>,
+    pub sabotage: Sabotage,
+    /// Pulsar version -> the outcomes expected on it (empty: no expectation).
+    pub expect: std::collections::BTreeMap<String, Vec<Expected>>,
+    /// The scenario as resolved (defaults filled in), in the file's own shape: written to the
+    /// run directory as `scenario.yaml`.
+    pub resolved: ScenarioFile,
+}
+
+impl Scenario {
+    /// Run another Pulsar version than the file names (`--pulsar-version`): recorded in the
+    /// resolved scenario too, so the run directory's copy reproduces it without flags.
+    pub fn set_pulsar_version(&mut self, version: &str) -> Result<(), String> {
+        crate::versions::validate(version)?;
+        match &mut self.cluster {
+            ClusterSpec::Docker(d) => d.pulsar_version = version.to_string(),
+            ClusterSpec::External { .. } => return Err(
+                "--pulsar-version applies to a cluster the harness starts, not to an external one"
+                    .into(),
+            ),
+        }
+        self.resolved.cluster = resolve_cluster_file(&self.cluster);
+        Ok(())
+    }
+}
+
+/// How a run can end, as a scenario's `expect:` names it: a verdict, or `stalled` (an
+/// inconclusive run whose producer stopped making progress with no fault active).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expected {
+    Pass,
+    Violation,
+    Inconclusive,
+    Stalled,
+}
+
+impl std::fmt::Display for Expected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Expected::Pass => "pass",
+            Expected::Violation => "violation",
+            Expected::Inconclusive => "inconclusive",
+            Expected::Stalled => "stalled",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClusterSpec {
+    /// Start a cluster in Docker.
+    Docker(DockerCluster),
+    /// Use a cluster that is already running.
+    External {
+        service_url: String,
+        admin_url: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DockerCluster {
+    pub topology: Topology,
+    /// `None`: the official image of `pulsar_version`, else the locally built one.
+    pub image: Option<String>,
+    /// The Pulsar version (`cluster.pulsar_version`, `--pulsar-version`; default
+    /// `versions::DEFAULT`). Ignored when `image` names an image.
+    pub pulsar_version: String,
+    pub brokers: u32,
+    pub bookies: u32,
+    pub coordinators: u32,
+    /// Host ports of the standalone topology (also used inside the container).
+    pub binary_port: u16,
+    pub http_port: u16,
+    pub ready_timeout: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Topology {
+    Standalone,
+    Cluster,
+    External,
+}
+
+impl fmt::Display for Topology {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Topology::Standalone => "standalone",
+            Topology::Cluster => "cluster",
+            Topology::External => "external",
+        })
+    }
+}
+
+/// What the producer does after a commit whose outcome it could not learn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResendPolicy {
+    /// Pulsar issue #19780's design: resend the numbers in a new transaction. Duplicates when
+    /// the commit had in fact applied.
+    Naive,
+    /// Retry END_TXN COMMIT on the same transaction until the answer is definitive; resend only
+    /// after a definitive abort. Numbers of a transaction that stays ambiguous are not resent.
+    RetryCommit,
+    /// As retry-commit, then read the partitions back to learn whether the transaction's
+    /// messages became visible; resend only when they did not.
+    Verify,
+}
+
+impl fmt::Display for ResendPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ResendPolicy::Naive => "naive",
+            ResendPolicy::RetryCommit => "retry-commit",
+            ResendPolicy::Verify => "verify",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    /// The topic as written in the scenario.
+    pub topic: String,
+    /// Append the run id to the topic so that every run starts from an empty topic.
+    pub unique_topic: bool,
+    pub partitions: u32,
+    pub messages: u64,
+    pub txn_size: u32,
+    /// Messages per batched entry (1: every message its own entry).
+    pub batch_size: u32,
+    /// Transactions being sent at once; each may hand its commit to a task of its own and
+    /// open the next, so up to twice as many are open.
+    pub concurrency: u32,
+    pub txn_timeout: Duration,
+    pub resend: ResendPolicy,
+    pub message_size: usize,
+    /// Messages per second at most; `None`: as fast as it goes.
+    pub rate: Option<u32>,
+    /// Abort the first attempt of every k-th transaction on purpose.
+    pub abort_every: Option<u32>,
+    /// False: plain sends without transactions (a benchmark baseline; not exactly-once).
+    pub transactions: bool,
+    /// How long one request (send, add-partition, commit) may go unanswered.
+    pub op_timeout: Duration,
+    /// How long the producer may take in all before the run is inconclusive.
+    pub deadline: Duration,
+    /// Stop the producer when no transaction has committed for this long while no fault was
+    /// active (the cluster is not recovering); `None`: never (`stall_timeout: 0s`).
+    pub stall_timeout: Option<Duration>,
+    /// Turn the broker's message deduplication on for the topic (a topic policy) before the
+    /// producer starts: a SEND whose sequence id is not above the last one persisted for its
+    /// producer name is then dropped (its receipt names message id -1:-1).
+    pub deduplication: bool,
+}
+
+impl Workload {
+    /// The partition that carries number `n`: `n mod partitions`.
+    pub fn partition_of(&self, n: u64) -> u32 {
+        (n % u64::from(self.partitions)) as u32
+    }
+
+    /// The topic the run actually uses.
+    pub fn topic_for_run(&self, run_id: &str) -> String {
+        if self.unique_topic {
+            format!("{}-{}", self.topic, run_id)
+        } else {
+            self.topic.clone()
+        }
+    }
+}
+
+/// Deliberate damage, to prove end to end that the checker sees what it must.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sabotage {
+    /// Numbers never sent.
+    pub skip: Vec<u64>,
+    /// Numbers sent twice (in two committed transactions).
+    pub duplicate: Vec<u64>,
+}
+
+impl Sabotage {
+    pub fn is_empty(&self) -> bool {
+        self.skip.is_empty() && self.duplicate.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultSpec {
+    /// Position in the scenario's `faults` list.
+    pub index: usize,
+    /// `name` from the file, else `<kind>-<index>`.
+    pub name: String,
+    pub kind: FaultKind,
+    pub target: Target,
+    pub schedule: Schedule,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum RestartMode {
+    /// SIGTERM, then SIGKILL after a timeout.
+    #[default]
+    Graceful,
+    /// SIGKILL at once.
+    Kill,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FaultKind {
+    BrokerRestart {
+        mode: RestartMode,
+        #[serde(with = "humantime_serde_ms")]
+        down_for: Duration,
+    },
+    TopicUnload {
+        scope: UnloadScope,
+    },
+    PacketLoss {
+        percent: u8,
+        #[serde(with = "humantime_serde_ms")]
+        duration: Duration,
+    },
+    Pause {
+        #[serde(with = "humantime_serde_ms")]
+        duration: Duration,
+    },
+    BookieRestart {
+        mode: RestartMode,
+        #[serde(with = "humantime_serde_ms")]
+        down_for: Duration,
+    },
+    ZookeeperRestart {
+        mode: RestartMode,
+        #[serde(with = "humantime_serde_ms")]
+        down_for: Duration,
+    },
+    /// Drop the broker's replies of one kind on the producer's connections (through the
+    /// harness's proxy), then close the connection: `count` of them, or each with
+    /// `probability`, while active. `duration`: how long it stays armed (`None`: until the
+    /// count is used up or the producer finishes).
+    ReplyLoss {
+        reply: ReplyKind,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        count: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        probability: Option<f64>,
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            with = "humantime_serde_ms_opt"
+        )]
+        duration: Option<Duration>,
+    },
+}
+
+/// The broker reply a `reply_loss` fault drops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplyKind {
+    /// END_TXN_RESPONSE: the answer to a commit or abort.
+    EndTxn,
+    /// SEND_RECEIPT: the answer to a SEND.
+    SendReceipt,
+    /// NEW_TXN_RESPONSE: the answer to opening a transaction.
+    NewTxn,
+    /// ADD_PARTITION_TO_TXN_RESPONSE.
+    AddPartitionToTxn,
+}
+
+impl ReplyKind {
+    /// The protocol's name of the reply command.
+    pub fn command(&self) -> &'static str {
+        match self {
+            ReplyKind::EndTxn => "END_TXN_RESPONSE",
+            ReplyKind::SendReceipt => "SEND_RECEIPT",
+            ReplyKind::NewTxn => "NEW_TXN_RESPONSE",
+            ReplyKind::AddPartitionToTxn => "ADD_PARTITION_TO_TXN_RESPONSE",
+        }
+    }
+}
+
+impl fmt::Display for ReplyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ReplyKind::EndTxn => "end_txn",
+            ReplyKind::SendReceipt => "send_receipt",
+            ReplyKind::NewTxn => "new_txn",
+            ReplyKind::AddPartitionToTxn => "add_partition_to_txn",
+        })
+    }
+}
+
+impl FaultKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            FaultKind::BrokerRestart { .. } => "broker_restart",
+            FaultKind::TopicUnload { .. } => "topic_unload",
+            FaultKind::PacketLoss { .. } => "packet_loss",
+            FaultKind::Pause { .. } => "pause",
+            FaultKind::BookieRestart { .. } => "bookie_restart",
+            FaultKind::ZookeeperRestart { .. } => "zookeeper_restart",
+            FaultKind::ReplyLoss { .. } => "reply_loss",
+        }
+    }
+}
+
+/// Durations as whole milliseconds in machine output (plan.json, history.jsonl).
+pub mod humantime_serde_ms {
+    use std::time::Duration;
+    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_millis() as u64)
+    }
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        <u64 as serde::Deserialize>::deserialize(d).map(Duration::from_millis)
+    }
+}
+
+/// An optional duration as whole milliseconds in machine output.
+pub mod humantime_serde_ms_opt {
+    use std::time::Duration;
+    pub fn serialize<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&(d.as_millis() as u64)),
+            None => s.serialize_none(),
+        }
+    }
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        <Option<u64> as serde::Deserialize>::deserialize(d).map(|o| o.map(Duration::from_millis))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnloadScope {
+    /// The workload's topic (every partition of it).
+    WorkloadTopic,
+    Topic(String),
+    Namespace(String),
+}
+
+/// Which container (or which broker's view) a fault is aimed at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// A broker drawn from the seed when the plan is made.
+    AnyBroker,
+    /// Broker number i, 1-based.
+    Broker(u32),
+    /// The broker that owns the workload's topic (or a partition of it, drawn from the seed),
+    /// looked up when the fault fires.
+    OwnerOfTopic,
+    /// The broker serving a transaction coordinator, looked up when the fault fires.
+    CoordinatorOwner,
+    AnyBookie,
+    Bookie(u32),
+    Zookeeper,
+    /// The admin API of the cluster (topic unloads).
+    Cluster,
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::AnyBroker => f.write_str("any-broker"),
+            Target::Broker(i) => write!(f, "broker-{i}"),
+            Target::OwnerOfTopic => f.write_str("owner-of-topic"),
+            Target::CoordinatorOwner => f.write_str("coordinator-owner"),
+            Target::AnyBookie => f.write_str("any-bookie"),
+            Target::Bookie(i) => write!(f, "bookie-{i}"),
+            Target::Zookeeper => f.write_str("zookeeper"),
+            Target::Cluster => f.write_str("cluster"),
+        }
+    }
+}
+
+impl Target {
+    pub fn parse(s: &str) -> Option<Target> {
+        let num = |prefix: &str| -> Option<u32> {
+            s.strip_prefix(prefix)
+                .and_then(|r| r.parse::<u32>().ok())
+                .filter(|i| *i >= 1)
+        };
+        Some(match s {
+            "any-broker" => Target::AnyBroker,
+            "owner-of-topic" => Target::OwnerOfTopic,
+            "coordinator-owner" => Target::CoordinatorOwner,
+            "any-bookie" => Target::AnyBookie,
+            "zookeeper" => Target::Zookeeper,
+            "cluster" => Target::Cluster,
+            _ => {
+                if let Some(i) = num("broker-") {
+                    Target::Broker(i)
+                } else if let Some(i) = num("bookie-") {
+                    Target::Bookie(i)
+                } else {
+                    return None;
+                }
+            }
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schedule {
+    pub timing: Timing,
+    pub guard: Option<Guard>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Timing {
+    At(Vec<Duration>),
+    Every {
+        period: Duration,
+        jitter: Duration,
+        start: Duration,
+        /// `None`: until the workload's deadline.
+        stop: Option<Duration>,
+    },
+    Random {
+        count: u32,
+        from: Duration,
+        to: Duration,
+    },
+    /// Fire once when this many transactions have committed (one firing per entry).
+    AfterCommits(Vec<u64>),
+}
+
+/// A condition the run waits for once a fault is due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Guard {
+    /// An END_TXN COMMIT is in flight.
+    Committing,
+}
+
+/// How long a due fault waits for its guard before it fires anyway (recorded as such).
+pub const GUARD_WAIT: Duration = Duration::from_secs(30);

@@ -1,0 +1,63 @@
+//! The way back: the validated scenario written in the file's own shape, defaults filled in
+//! (`Scenario::resolved`, the `scenario.yaml` a run directory keeps and a rerun parses).
+
+use std::time::Duration;
+
+use super::file::{ClusterFile, Dur, WorkloadFile};
+use super::model::{ClusterSpec, Scenario, Topology, Workload};
+
+pub(super) fn resolve_cluster_file(c: &ClusterSpec) -> ClusterFile {
+    match c {
+        ClusterSpec::External {
+            service_url,
+            admin_url,
+        } => ClusterFile {
+            topology: Some(Topology::External),
+            service_url: Some(service_url.clone()),
+            admin_url: Some(admin_url.clone()),
+            ..ClusterFile::default()
+        },
+        ClusterSpec::Docker(d) => ClusterFile {
+            topology: Some(d.topology),
+            image: d.image.clone(),
+            pulsar_version: Some(d.pulsar_version.clone()),
+            brokers: (d.topology == Topology::Cluster).then_some(d.brokers),
+            bookies: (d.topology == Topology::Cluster).then_some(d.bookies),
+            coordinators: (d.topology == Topology::Cluster).then_some(d.coordinators),
+            binary_port: (d.topology == Topology::Standalone).then_some(d.binary_port),
+            http_port: (d.topology == Topology::Standalone).then_some(d.http_port),
+            ready_timeout: Some(Dur(d.ready_timeout)),
+            service_url: None,
+            admin_url: None,
+        },
+    }
+}
+
+pub(super) fn resolve_workload_file(w: &Workload) -> WorkloadFile {
+    WorkloadFile {
+        topic: w.topic.clone(),
+        unique_topic: Some(w.unique_topic),
+        partitions: Some(w.partitions),
+        messages: w.messages,
+        txn_size: Some(w.txn_size),
+        batch_size: Some(w.batch_size),
+        concurrency: Some(w.concurrency),
+        txn_timeout: Some(Dur(w.txn_timeout)),
+        resend: Some(w.resend),
+        message_size: Some(w.message_size),
+        rate: w.rate,
+        abort_every: w.abort_every,
+        transactions: Some(w.transactions),
+        op_timeout: Some(Dur(w.op_timeout)),
+        deadline: Some(Dur(w.deadline)),
+        stall_timeout: Some(Dur(w.stall_timeout.unwrap_or(Duration::ZERO))),
+        deduplication: Some(w.deduplication),
+    }
+}
+
+impl Scenario {
+    /// The resolved scenario as YAML (for the run directory).
+    pub fn resolved_yaml(&self) -> String {
+        serde_yaml_ng::to_string(&self.resolved).unwrap_or_default()
+    }
+}

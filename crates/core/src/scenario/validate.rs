@@ -1,0 +1,398 @@
+//! Validation: a [`ScenarioFile`] as parsed -> a [`Scenario`], every value checked and every
+//! default filled in. An error is the path of the offending key and one sentence;
+//! `parse` turns the path into a line and column.
+
+mod fault;
+
+use std::time::Duration;
+
+use super::file::{ClusterFile, Dur, ScenarioFile, WorkloadFile};
+use super::locate::Seg;
+use super::model::{
+    ClusterSpec, DockerCluster, ResendPolicy, Sabotage, Scenario, Topology, Workload,
+};
+use super::resolve::{resolve_cluster_file, resolve_workload_file};
+
+use fault::validate_fault;
+
+/// An invalid value: the path of its key and what is wrong with it, in one sentence.
+type Invalid = (Vec<Seg>, String);
+
+fn key(s: &str) -> Seg {
+    Seg::Key(s.to_string())
+}
+
+fn err<T>(path: &[&str], msg: impl Into<String>) -> Result<T, Invalid> {
+    Err((path.iter().map(|s| key(s)).collect(), msg.into()))
+}
+
+/// Check every value and fill every default. Pure.
+pub fn validate(raw: ScenarioFile) -> Result<Scenario, Invalid> {
+    if raw.name.trim().is_empty() {
+        return err(&["name"], "must not be empty");
+    }
+    if !raw
+        .name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+    {
+        return err(
+            &["name"],
+            "may use only letters, digits, '-', '_' and '.' (it names run directories)",
+        );
+    }
+    let cluster = validate_cluster(&raw.cluster)?;
+    let workload = validate_workload(&raw.workload)?;
+    let topology = match &cluster {
+        ClusterSpec::Docker(d) => d.topology,
+        ClusterSpec::External { .. } => Topology::External,
+    };
+    let brokers = match &cluster {
+        ClusterSpec::Docker(d) => d.brokers,
+        ClusterSpec::External { .. } => 0,
+    };
+    let bookies = match &cluster {
+        ClusterSpec::Docker(d) if d.topology == Topology::Cluster => d.bookies,
+        _ => 0,
+    };
+    let mut faults = Vec::new();
+    for (i, f) in raw.faults.iter().enumerate() {
+        faults.push(
+            validate_fault(i, f, topology, brokers, bookies, &workload).map_err(|(mut p, m)| {
+                let mut full = vec![key("faults"), Seg::Index(i)];
+                full.append(&mut p);
+                (full, m)
+            })?,
+        );
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for f in &faults {
+        if !names.insert(f.name.clone()) {
+            return Err((
+                vec![key("faults"), Seg::Index(f.index), key("name")],
+                format!("the fault name '{}' is used twice", f.name),
+            ));
+        }
+    }
+    let sabotage = match &raw.sabotage {
+        None => Sabotage::default(),
+        Some(s) => {
+            for (field, list) in [("skip", &s.skip), ("duplicate", &s.duplicate)] {
+                if let Some(n) = list.iter().find(|n| **n >= workload.messages) {
+                    return err(
+                        &["sabotage", field],
+                        format!(
+                            "{n} is outside the workload's numbers [0, {})",
+                            workload.messages
+                        ),
+                    );
+                }
+            }
+            Sabotage {
+                skip: s.skip.clone(),
+                duplicate: s.duplicate.clone(),
+            }
+        }
+    };
+    for (version, outcomes) in &raw.expect {
+        if let Err(m) = crate::versions::validate(version) {
+            return Err((vec![key("expect"), key(version)], m));
+        }
+        if outcomes.is_empty() {
+            return Err((
+                vec![key("expect"), key(version)],
+                "name at least one outcome: pass, violation, inconclusive or stalled".into(),
+            ));
+        }
+    }
+    let mut resolved = raw.clone();
+    resolved.cluster = resolve_cluster_file(&cluster);
+    resolved.workload = resolve_workload_file(&workload);
+    Ok(Scenario {
+        name: raw.name.clone(),
+        description: raw.description.clone(),
+        seed: raw.seed,
+        cluster,
+        workload,
+        faults,
+        sabotage,
+        expect: raw.expect.clone(),
+        resolved,
+    })
+}
+
+fn validate_cluster(c: &ClusterFile) -> Result<ClusterSpec, Invalid> {
+    let topology = cluster_topology(c)?;
+    if topology == Topology::External {
+        return validate_external(c);
+    }
+    let (brokers, bookies, coordinators) = cluster_sizes(c, topology)?;
+    let binary_port = c.binary_port.unwrap_or(6650);
+    let http_port = c.http_port.unwrap_or(8080);
+    if binary_port == 0 || http_port == 0 || binary_port == http_port {
+        return err(
+            &["cluster", "binary_port"],
+            "binary_port and http_port must be two different non-zero ports",
+        );
+    }
+    if topology == Topology::Cluster && (c.binary_port.is_some() || c.http_port.is_some()) {
+        return err(&["cluster", "binary_port"], "ports are published by the standalone topology only; cluster brokers are reached on their own addresses");
+    }
+    let ready_timeout = c
+        .ready_timeout
+        .map(|d| d.0)
+        .unwrap_or(Duration::from_secs(300));
+    if ready_timeout < Duration::from_secs(1) {
+        return err(&["cluster", "ready_timeout"], "must be at least 1s");
+    }
+    if let Some(img) = &c.image {
+        if img.trim().is_empty() || img.contains(char::is_whitespace) {
+            return err(
+                &["cluster", "image"],
+                "must be an image reference such as apachepulsar/pulsar:4.0.7",
+            );
+        }
+    }
+    let pulsar_version = c
+        .pulsar_version
+        .clone()
+        .unwrap_or_else(|| crate::versions::DEFAULT.to_string());
+    if let Err(m) = crate::versions::validate(&pulsar_version) {
+        return err(&["cluster", "pulsar_version"], &m);
+    }
+    Ok(ClusterSpec::Docker(DockerCluster {
+        topology,
+        image: c.image.clone(),
+        pulsar_version,
+        brokers,
+        bookies,
+        coordinators,
+        binary_port,
+        http_port,
+        ready_timeout,
+    }))
+}
+
+/// The topology as written, or the one the other keys imply: external when a URL is given,
+/// else standalone.
+fn cluster_topology(c: &ClusterFile) -> Result<Topology, Invalid> {
+    let external = c.service_url.is_some() || c.admin_url.is_some();
+    Ok(match (c.topology, external) {
+        (Some(Topology::External), _) | (None, true) => Topology::External,
+        (Some(t), true) => {
+            return err(
+                &["cluster", "service_url"],
+                format!("service_url/admin_url name an existing cluster; they do not go with topology '{t}'"),
+            )
+        }
+        (Some(t), false) => t,
+        (None, false) => Topology::Standalone,
+    })
+}
+
+/// A cluster that is already running: its two URLs, and none of the keys of a cluster the
+/// harness starts.
+fn validate_external(c: &ClusterFile) -> Result<ClusterSpec, Invalid> {
+    let service_url = match &c.service_url {
+        Some(u) if u.starts_with("pulsar://") => u.clone(),
+        Some(_) => return err(&["cluster", "service_url"], "must start with pulsar://"),
+        None => {
+            return err(
+                &["cluster"],
+                "an external cluster needs service_url (pulsar://...)",
+            )
+        }
+    };
+    let admin_url = match &c.admin_url {
+        Some(u) if u.starts_with("http://") || u.starts_with("https://") => {
+            u.trim_end_matches('/').to_string()
+        }
+        Some(_) => {
+            return err(
+                &["cluster", "admin_url"],
+                "must start with http:// or https://",
+            )
+        }
+        None => {
+            return err(
+                &["cluster"],
+                "an external cluster needs admin_url (http://...)",
+            )
+        }
+    };
+    for (field, set) in [
+        ("image", c.image.is_some()),
+        ("pulsar_version", c.pulsar_version.is_some()),
+        ("brokers", c.brokers.is_some()),
+        ("bookies", c.bookies.is_some()),
+    ] {
+        if set {
+            return err(&["cluster", field], "does not apply to an external cluster");
+        }
+    }
+    Ok(ClusterSpec::External {
+        service_url,
+        admin_url,
+    })
+}
+
+/// How many brokers, bookies and transaction coordinators a cluster the harness starts has.
+fn cluster_sizes(c: &ClusterFile, topology: Topology) -> Result<(u32, u32, u32), Invalid> {
+    let brokers = c
+        .brokers
+        .unwrap_or(if topology == Topology::Cluster { 2 } else { 1 });
+    let bookies = c.bookies.unwrap_or(1);
+    if topology == Topology::Standalone {
+        if brokers != 1 {
+            return err(
+                &["cluster", "brokers"],
+                "standalone has exactly one broker; use topology: cluster for more",
+            );
+        }
+        if c.bookies.is_some() {
+            return err(
+                &["cluster", "bookies"],
+                "standalone has its own bookie; use topology: cluster to set bookies",
+            );
+        }
+    } else {
+        if !(1..=5).contains(&brokers) {
+            return err(&["cluster", "brokers"], "must be between 1 and 5");
+        }
+        if !(1..=3).contains(&bookies) {
+            return err(&["cluster", "bookies"], "must be between 1 and 3");
+        }
+    }
+    let coordinators = c.coordinators.unwrap_or(1);
+    if !(1..=16).contains(&coordinators) {
+        return err(&["cluster", "coordinators"], "must be between 1 and 16");
+    }
+    if topology == Topology::Standalone && c.coordinators.is_some() && coordinators != 1 {
+        return err(
+            &["cluster", "coordinators"],
+            "standalone creates its own coordinators; set this with topology: cluster",
+        );
+    }
+    Ok((brokers, bookies, coordinators))
+}
+
+fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
+    let topic = validate_topic(&w.topic)?;
+    let partitions = w.partitions.unwrap_or(1);
+    if !(1..=64).contains(&partitions) {
+        return err(&["workload", "partitions"], "must be between 1 and 64");
+    }
+    let messages = w.messages;
+    if messages == 0 {
+        return err(&["workload", "messages"], "must be at least 1");
+    }
+    let txn_size = w.txn_size.unwrap_or(100);
+    if txn_size == 0 {
+        return err(&["workload", "txn_size"], "must be at least 1");
+    }
+    if txn_size > 100_000 {
+        return err(&["workload", "txn_size"], "must be at most 100000");
+    }
+    let batch_size = w.batch_size.unwrap_or(100);
+    if !(1..=1000).contains(&batch_size) {
+        return err(&["workload", "batch_size"], "must be between 1 and 1000");
+    }
+    let concurrency = w.concurrency.unwrap_or(4);
+    if !(1..=1024).contains(&concurrency) {
+        return err(&["workload", "concurrency"], "must be between 1 and 1024");
+    }
+    let txn_timeout = w
+        .txn_timeout
+        .map(|d| d.0)
+        .unwrap_or(Duration::from_secs(30));
+    if txn_timeout < Duration::from_secs(1) {
+        return err(&["workload", "txn_timeout"], "must be at least 1s");
+    }
+    let message_size = w.message_size.unwrap_or(0);
+    if message_size > 1024 * 1024 {
+        return err(&["workload", "message_size"], "must be at most 1 MiB");
+    }
+    if let Some(0) = w.rate {
+        return err(
+            &["workload", "rate"],
+            "must be at least 1 (leave it out for no limit)",
+        );
+    }
+    if let Some(k) = w.abort_every {
+        if k < 1 {
+            return err(&["workload", "abort_every"], "must be at least 1");
+        }
+    }
+    if w.transactions == Some(false) && w.abort_every.is_some() {
+        return err(
+            &["workload", "abort_every"],
+            "needs transactions (transactions: false sends plainly)",
+        );
+    }
+    let op_timeout = w.op_timeout.map(|d| d.0).unwrap_or(Duration::from_secs(10));
+    if op_timeout < Duration::from_millis(100) {
+        return err(&["workload", "op_timeout"], "must be at least 100ms");
+    }
+    let deadline = w.deadline.map(|d| d.0).unwrap_or(Duration::from_secs(1800));
+    if deadline < Duration::from_secs(1) {
+        return err(&["workload", "deadline"], "must be at least 1s");
+    }
+    let stall_timeout = validate_stall_timeout(w.stall_timeout)?;
+    Ok(Workload {
+        topic,
+        unique_topic: w.unique_topic.unwrap_or(true),
+        partitions,
+        messages,
+        txn_size,
+        batch_size,
+        concurrency,
+        txn_timeout,
+        resend: w.resend.unwrap_or(ResendPolicy::Verify),
+        message_size,
+        rate: w.rate,
+        abort_every: w.abort_every,
+        transactions: w.transactions.unwrap_or(true),
+        op_timeout,
+        deadline,
+        stall_timeout,
+        deduplication: w.deduplication.unwrap_or(false),
+    })
+}
+
+/// The workload's topic: a persistent topic, named whole (not one of its partitions).
+fn validate_topic(topic: &str) -> Result<String, Invalid> {
+    let topic = topic.to_string();
+    let parts: Vec<&str> = topic
+        .strip_prefix("persistent://")
+        .map(|r| r.split('/').collect())
+        .unwrap_or_default();
+    if parts.len() != 3 || parts.iter().any(|p| p.is_empty()) {
+        return err(
+            &["workload", "topic"],
+            "must be persistent://<tenant>/<namespace>/<name> (transactions need a persistent topic)",
+        );
+    }
+    if parts[2].contains("-partition-") {
+        return err(
+            &["workload", "topic"],
+            "names a partition; name the topic and set partitions instead",
+        );
+    }
+    Ok(topic)
+}
+
+/// How long no commit with no fault active stops the producer: 5 minutes unless set, never
+/// with `0s`.
+fn validate_stall_timeout(stall_timeout: Option<Dur>) -> Result<Option<Duration>, Invalid> {
+    Ok(match stall_timeout.map(|d| d.0) {
+        None => Some(Duration::from_secs(300)),
+        Some(d) if d.is_zero() => None,
+        Some(d) if d < Duration::from_secs(5) => {
+            return err(
+                &["workload", "stall_timeout"],
+                "must be at least 5s (or 0s: never stop on a stall)",
+            )
+        }
+        Some(d) => Some(d),
+    })
+}
