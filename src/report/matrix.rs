@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use super::{esc, page_start};
+use super::fmt::esc;
+use super::page::page_start;
 use crate::matrix::{expectation_text, throughput_text, Matrix, Outcome};
 
 fn outcome_class(o: Outcome) -> &'static str {
@@ -103,4 +104,74 @@ pub fn page(m: &Matrix) -> String {
         "</tbody></table>\n<footer>pulsar-chaos matrix</footer>\n</main>\n</body>\n</html>\n",
     );
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::checker::{self, Context, Status, Tally};
+    use crate::history::Event;
+
+    #[test]
+    fn the_matrix_page_links_every_run_and_shows_each_versions_line() {
+        use crate::matrix::{Matrix, RunAt, RunRecord};
+        use crate::scenario::Expected;
+        use std::collections::BTreeMap;
+        let mut t = Tally::new(3);
+        for (i, v) in ["0", "1", "2"].iter().enumerate() {
+            t.observe(
+                v.as_bytes(),
+                checker::MsgId {
+                    partition: -1,
+                    ledger: 1,
+                    entry: i as u64,
+                    batch: -1,
+                },
+            );
+        }
+        let pass = checker::verdict(
+            t.finish().unwrap(),
+            None::<Vec<std::result::Result<Event, String>>>,
+            &Context::default(),
+        );
+        let mut stalled = pass.clone();
+        stalled.status = Status::Inconclusive;
+        stalled.stall = Some(checker::StallFinding {
+            since_ms: 1,
+            detected_ms: 2,
+            failed_attempts: 3,
+            failures: vec![],
+            broker_log: vec![],
+            likely_cause: Some("the chain apache/pulsar#24945 replaced".into()),
+        });
+        let at = |version: &str, index: u32| RunAt {
+            version: version.into(),
+            index,
+            seed: 7,
+            seconds: 60.0,
+            run_dir: Some(format!("{version}/run-{index}")),
+            reproduce: format!("pulsar-chaos run s.yaml --seed 7 --pulsar-version {version}"),
+        };
+        let expect = [Expected::Stalled];
+        let mut m = Matrix {
+            scenario: "s".into(),
+            scenario_file: "s.yaml".into(),
+            versions: vec!["4.0.7".into()],
+            times: 3,
+            seeds: vec![7, 7, 7],
+            started_ms: 0,
+            elapsed_s: 1.0,
+            interrupted: false,
+            rows: vec![],
+            runs: vec![
+                RunRecord::from_verdict(at("4.0.7", 1), &stalled, Some(1000.0), Some(&expect)),
+                RunRecord::from_verdict(at("4.0.7", 2), &pass, Some(1000.0), Some(&expect)),
+                RunRecord::from_verdict(at("4.0.7", 3), &stalled, Some(1000.0), Some(&expect)),
+            ],
+        };
+        m.summarize(&BTreeMap::from([("4.0.7".to_string(), expect.to_vec())]));
+        let page = crate::report::matrix::page(&m);
+        assert!(page.contains("href=\"4.0.7/run-1/report.html\""), "{page}");
+        assert!(page.contains("stalled: 2/3"), "{page}");
+        assert!(page.contains("not as expected"), "{page}");
+    }
 }
