@@ -311,16 +311,7 @@ mod tests {
         assert_eq!(repair_tail(&dir.join("absent.jsonl")).unwrap(), 0);
     }
 
-    fn tempdir() -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "pc-history-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    fn tempdir() -> crate::scratch::Scratch {
+        crate::scratch::Scratch::new("pc-history")
     }
 }

@@ -23,6 +23,11 @@ pub mod rundir;
 pub mod runner;
 pub mod scenario;
 pub mod seed;
+
+/// Test scratch directories (removed on success, kept on failure); shared with tests/.
+#[cfg(test)]
+#[path = "../tests/support/scratch.rs"]
+pub(crate) mod scratch;
 pub mod term;
 pub mod txn;
 pub mod workload;

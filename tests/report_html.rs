@@ -5,6 +5,9 @@
 //! Set `REPORT_HTML_KEEP=1` to keep the run directory and the screenshot (their paths are
 //! printed).
 
+#[path = "support/scratch.rs"]
+mod scratch;
+
 use std::fs::File;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -331,21 +334,13 @@ fn synthetic() -> (Vec<Event>, u64, Vec<u64>) {
     (g.events, expected, read)
 }
 
-fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "pc-report-html-{tag}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tempdir(tag: &str) -> scratch::Scratch {
+    scratch::Scratch::new(&format!("pc-report-html-{tag}"))
 }
 
-/// Write a run directory and its report.html through the library.
-fn render(tag: &str) -> (PathBuf, Verdict) {
+/// Write a run directory and its report.html through the library. The directory lives as long
+/// as the returned `Scratch`.
+fn render(tag: &str) -> (scratch::Scratch, PathBuf, Verdict) {
     let root = tempdir(tag);
     let dir = RunDir {
         path: root.join("run"),
@@ -395,7 +390,7 @@ fn render(tag: &str) -> (PathBuf, Verdict) {
     dir.write("plan.json", &plan.to_json()).unwrap();
     dir.write_json("verdict.json", &verdict).unwrap();
     pulsar_chaos::report::write_html(&dir, &info, &plan, &verdict).unwrap();
-    (dir.path.clone(), verdict)
+    (root, dir.path.clone(), verdict)
 }
 
 struct Ran {
@@ -489,7 +484,7 @@ fn keep() -> bool {
 
 #[test]
 fn the_report_renders_in_chromium_without_errors() {
-    let (run, _) = render("shot");
+    let (_root, run, _) = render("shot");
     let page = run.join("report.html");
     let work = run.parent().unwrap().to_path_buf();
     let shot = work.join("shot.png");
@@ -528,7 +523,7 @@ fn the_report_renders_in_chromium_without_errors() {
 
 #[test]
 fn the_svg_and_fault_bands_survive_parsing() {
-    let (run, verdict) = render("dom");
+    let (_root, run, verdict) = render("dom");
     let page = run.join("report.html");
     let work = run.parent().unwrap().to_path_buf();
     let ran = chromium(&work, &page, &["--dump-dom".to_string()]);
@@ -584,7 +579,7 @@ fn the_error_filter_sees_console_errors() {
 
 #[test]
 fn the_soak_index_renders_in_chromium() {
-    let (run, _) = render("index");
+    let (_root, run, _) = render("index");
     let work = run.parent().unwrap().to_path_buf();
     let rows: Vec<IndexRow> = (1..=40u64)
         .map(|i| {

@@ -518,7 +518,10 @@ mod tests {
         // The build passes -Dpulsar.version=V; the pom's own value (4.0.7, the first version
         // built) is only a fallback, and the dependencies take the property.
         assert!(POM.contains("<pulsar.version>4.0.7</pulsar.version>"));
-        assert!(POM.contains("<version>${pulsar.version}</version>"), "{POM}");
+        assert!(
+            POM.contains("<version>${pulsar.version}</version>"),
+            "{POM}"
+        );
         assert!(debian_packages("4.2.4").starts_with("openjdk-17-jre-headless,"));
     }
 }

@@ -7,19 +7,9 @@ use crate::checker::{self, Context, Status, Tally, Verdict};
 use crate::history::{Event, EventBody, Outcome, TxnId};
 use crate::plan::Plan;
 use crate::rundir::{RunDir, RunInfo};
-use std::path::PathBuf;
 
-fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "pc-report-{tag}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tempdir(tag: &str) -> crate::scratch::Scratch {
+    crate::scratch::Scratch::new(&format!("pc-report-{tag}"))
 }
 
 const SCENARIO: &str = "\
@@ -185,21 +175,20 @@ fn history() -> Vec<Event> {
 }
 
 struct Fixture {
+    /// Removed when the test passes, kept when it fails.
+    _scratch: crate::scratch::Scratch,
     dir: RunDir,
     info: RunInfo,
     plan: Plan,
     verdict: Verdict,
 }
 
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir.path);
-    }
-}
-
 /// A run directory as `run` leaves it, without the report.
 fn fixture(tag: &str) -> Fixture {
-    let dir = RunDir { path: tempdir(tag) };
+    let scratch = tempdir(tag);
+    let dir = RunDir {
+        path: scratch.to_path_buf(),
+    };
     let scenario = crate::scenario::parse("report-test.yaml", SCENARIO).unwrap();
     let plan = crate::plan::make(&scenario, 4242);
     let info = RunInfo {
@@ -240,6 +229,7 @@ fn fixture(tag: &str) -> Fixture {
     dir.write("plan.json", &plan.to_json()).unwrap();
     dir.write_json("verdict.json", &verdict).unwrap();
     Fixture {
+        _scratch: scratch,
         dir,
         info,
         plan,

@@ -1,11 +1,8 @@
 use super::*;
 
 /// A fresh scratch directory for a test (shared with the submodules' tests).
-pub(super) fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pc-runner-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+pub(super) fn scratch(name: &str) -> crate::scratch::Scratch {
+    crate::scratch::Scratch::new(&format!("pc-runner-{name}"))
 }
 
 /// Regression: the read-back gave up after `txn_timeout + 30s` while the coordinator was

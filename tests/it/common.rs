@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+
+pub use crate::scratch::Scratch;
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -57,18 +59,10 @@ pub fn spawn_run(
         .unwrap()
 }
 
-/// A fresh directory under target/ for one test.
-pub fn tmpdir(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "{name}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory under target/tmp for one test: removed when the test passes, kept when
+/// it fails.
+pub fn tmpdir(name: &str) -> Scratch {
+    Scratch::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")), name)
 }
 
 /// A TCP port nobody listens on now.

@@ -278,7 +278,7 @@ fn owner_and_coordinator_targets_resolve_and_cluster_faults_run() {
             scenario: s,
             scenario_path: Some(scenario.clone()),
             seed: 22,
-            out: dir.clone(),
+            out: dir.to_path_buf(),
             keep_cluster: true,
             image: None,
             progress: pulsar_chaos::progress::Mode::None,

@@ -2,6 +2,8 @@
 //! Each Docker test makes its own cluster (its own run id, free ports) and removes it.
 
 mod common;
+#[path = "../support/scratch.rs"]
+mod scratch;
 
 mod cli;
 mod cluster;

@@ -1,16 +1,7 @@
 use super::*;
 
-fn tempdir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "pc-index-{tag}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tempdir(tag: &str) -> crate::scratch::Scratch {
+    crate::scratch::Scratch::new(&format!("pc-index-{tag}"))
 }
 
 #[test]

@@ -1,16 +1,7 @@
 use super::*;
 
-fn tempdir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "pc-junit-{tag}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tempdir(tag: &str) -> crate::scratch::Scratch {
+    crate::scratch::Scratch::new(&format!("pc-junit-{tag}"))
 }
 
 /// `write_junit` into a fresh directory; the file's text.
@@ -19,7 +10,6 @@ fn written(tag: &str, suite: &str, cases: &[Case]) -> String {
     let path = dir.join("junit.xml");
     write_junit(&path, suite, cases).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
     text
 }
 

@@ -58,7 +58,9 @@ fn lwm_history(wall: u64, txn: TxnId) -> Vec<Event> {
 #[test]
 fn broker_lines_are_quoted_stored_and_rechecked() {
     let path = scratch("brokerlog");
-    let dir = RunDir { path: path.clone() };
+    let dir = RunDir {
+        path: path.to_path_buf(),
+    };
     let wall = crate::stall::parse_log_time("2026-11-30T16:37:01,828").unwrap();
     let txn = TxnId {
         most: 0,
