@@ -253,46 +253,16 @@ fn need(tool: &str, package: &str) -> Result<(), ClusterError> {
     }
 }
 
-/// Build the local image of a Pulsar version unless an image with the same inputs exists (or
-/// `force`).
-pub async fn build(
-    engine: &Engine,
-    version: &str,
-    force: bool,
-) -> Result<BuildReport, ClusterError> {
-    versions::validate(version).map_err(build_err("version"))?;
-    let started = Instant::now();
-    let tag = local_image(version);
-    let packages = debian_packages(version);
-    let mut steps = Vec::new();
-    if !force {
-        if let Some(labels) = engine.image_labels(&tag).await? {
-            if labels
-                .get(LABEL_IMAGE_INPUTS)
-                .map(|h| h == &inputs_hash(version))
-                .unwrap_or(true)
-            {
-                return Ok(BuildReport {
-                    tag,
-                    skipped: true,
-                    steps,
-                    total: started.elapsed(),
-                });
-            }
-        }
-    }
-    need("debootstrap", "debootstrap")?;
-    need("mvn", "maven")?;
-    need("tar", "tar")?;
-    let cache = cache_dir();
-    std::fs::create_dir_all(&cache)
-        .map_err(|e| build_err("cache")(format!("{}: {e}", cache.display())))?;
-
-    // 1. Root filesystem.
+/// The cached root filesystem for `packages`, made with debootstrap if not there yet.
+async fn ensure_rootfs(
+    cache: &Path,
+    packages: &str,
+    steps: &mut Vec<(String, Duration)>,
+) -> Result<PathBuf, ClusterError> {
     let t = Instant::now();
     let rootfs = cache.join(format!(
         "rootfs-{}",
-        &hash_of(&[DEBIAN_SUITE, &packages])[..12]
+        &hash_of(&[DEBIAN_SUITE, packages])[..12]
     ));
     if !rootfs.join("usr/bin/java").exists() {
         let tmp = cache.join("rootfs.tmp");
@@ -318,8 +288,15 @@ pub async fn build(
         std::fs::rename(&tmp, &rootfs).map_err(|e| build_err("rootfs")(e.to_string()))?;
         steps.push(("debootstrap".to_string(), t.elapsed()));
     }
+    Ok(rootfs)
+}
 
-    // 2. The broker's runtime jars.
+/// The cached runtime jars of the broker of `version`, resolved with Maven if not there yet.
+async fn ensure_lib(
+    cache: &Path,
+    version: &str,
+    steps: &mut Vec<(String, Duration)>,
+) -> Result<PathBuf, ClusterError> {
     let t = Instant::now();
     let maven_props: String = versions::profile(version)
         .maven
@@ -357,6 +334,63 @@ pub async fn build(
         std::fs::rename(&tmp, &lib).map_err(|e| build_err("maven")(e.to_string()))?;
         steps.push(("maven".to_string(), t.elapsed()));
     }
+    Ok(lib)
+}
+
+/// The Dockerfile-like changes applied to the imported image of `version`.
+fn image_changes(version: &str) -> Vec<String> {
+    vec![
+        "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/pulsar/bin"
+            .to_string(),
+        "ENV LANG=C.UTF-8".to_string(),
+        "WORKDIR /pulsar".to_string(),
+        "USER 10000".to_string(),
+        format!("LABEL {LABEL_IMAGE_INPUTS}={}", inputs_hash(version)),
+        format!("LABEL org.apache.pulsar.version={version}"),
+        "CMD [\"bin/pulsar\", \"standalone\", \"-nfw\", \"-nss\"]".to_string(),
+    ]
+}
+
+/// Build the local image of a Pulsar version unless an image with the same inputs exists (or
+/// `force`).
+pub async fn build(
+    engine: &Engine,
+    version: &str,
+    force: bool,
+) -> Result<BuildReport, ClusterError> {
+    versions::validate(version).map_err(build_err("version"))?;
+    let started = Instant::now();
+    let tag = local_image(version);
+    let packages = debian_packages(version);
+    let mut steps = Vec::new();
+    if !force {
+        if let Some(labels) = engine.image_labels(&tag).await? {
+            if labels
+                .get(LABEL_IMAGE_INPUTS)
+                .map(|h| h == &inputs_hash(version))
+                .unwrap_or(true)
+            {
+                return Ok(BuildReport {
+                    tag,
+                    skipped: true,
+                    steps,
+                    total: started.elapsed(),
+                });
+            }
+        }
+    }
+    need("debootstrap", "debootstrap")?;
+    need("mvn", "maven")?;
+    need("tar", "tar")?;
+    let cache = cache_dir();
+    std::fs::create_dir_all(&cache)
+        .map_err(|e| build_err("cache")(format!("{}: {e}", cache.display())))?;
+
+    // 1. Root filesystem.
+    let rootfs = ensure_rootfs(&cache, &packages, &mut steps).await?;
+
+    // 2. The broker's runtime jars.
+    let lib = ensure_lib(&cache, version, &mut steps).await?;
 
     // 3. Stage /pulsar.
     let t = Instant::now();
@@ -384,16 +418,7 @@ pub async fn build(
     let stdout = child.stdout.take().expect("piped stdout");
     let stream = tokio_util::io::ReaderStream::with_capacity(stdout, 1 << 20);
     let (repo, t_tag) = super::engine::split_image(&tag);
-    let changes = vec![
-        "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/pulsar/bin"
-            .to_string(),
-        "ENV LANG=C.UTF-8".to_string(),
-        "WORKDIR /pulsar".to_string(),
-        "USER 10000".to_string(),
-        format!("LABEL {LABEL_IMAGE_INPUTS}={}", inputs_hash(version)),
-        format!("LABEL org.apache.pulsar.version={version}"),
-        "CMD [\"bin/pulsar\", \"standalone\", \"-nfw\", \"-nss\"]".to_string(),
-    ];
+    let changes = image_changes(version);
     let imported = engine.import_rootfs(stream, &repo, &t_tag, changes).await;
     let out = child
         .wait_with_output()

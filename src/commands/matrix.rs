@@ -45,6 +45,83 @@ fn write_outputs(dir: &Path, m: &Matrix) -> Result<()> {
     Ok(())
 }
 
+/// The matrix before any run.
+fn empty_matrix(name: &str, args: &MatrixArgs, versions: &[String], seeds: &[u64]) -> Matrix {
+    Matrix {
+        scenario: name.to_string(),
+        scenario_file: args.scenario.display().to_string(),
+        versions: versions.to_vec(),
+        times: args.times,
+        seeds: seeds.to_vec(),
+        started_ms: crate::rundir::now_ms(),
+        elapsed_s: 0.0,
+        interrupted: false,
+        rows: Vec::new(),
+        runs: Vec::new(),
+    }
+}
+
+/// The request for one run of the matrix (a fresh cluster of its own).
+fn request(args: &MatrixArgs, sv: scenario::Scenario, seed: u64, out: PathBuf) -> Request {
+    Request {
+        scenario: sv,
+        scenario_path: Some(args.scenario.clone()),
+        seed,
+        out,
+        keep_cluster: false,
+        image: None,
+        progress: args.progress.into(),
+        json: false,
+        reuse: None,
+    }
+}
+
+/// The record of a run that completed, with its throughput and run directory relative to `dir`.
+fn record_of(
+    o: &runner::Outcome,
+    dir: &Path,
+    version: &str,
+    index: u32,
+    seed: u64,
+    reproduce: String,
+    expected: Option<&[scenario::Expected]>,
+) -> RunRecord {
+    let elapsed = o.producer.elapsed.as_secs_f64();
+    let throughput = (elapsed > 0.0).then(|| o.producer.stats.messages_committed as f64 / elapsed);
+    let rel = o
+        .run_dir
+        .strip_prefix(dir)
+        .map(|p| p.display().to_string())
+        .ok();
+    RunRecord::from_verdict(
+        RunAt {
+            version: version.to_string(),
+            index,
+            seed,
+            seconds: o.elapsed.as_secs_f64(),
+            run_dir: rel,
+            reproduce,
+        },
+        &o.verdict,
+        throughput,
+        expected,
+    )
+}
+
+/// Announce one run's outcome on stderr.
+fn print_record(version: &str, index: u32, record: &RunRecord) {
+    eprintln!(
+        "matrix: {version} run {index}: {}{}: {}",
+        record.outcome,
+        match record.as_expected {
+            Some(true) => " (as expected)",
+            Some(false) => " (not as expected)",
+            None => "",
+        },
+        record.summary.chars().take(200).collect::<String>()
+    );
+}
+
 pub async fn matrix(args: MatrixArgs) -> Result<i32> {
     if args.times == 0 {
         return Err(Error::Usage("--times must be at least 1".into()));
@@ -76,18 +153,7 @@ pub async fn matrix(args: MatrixArgs) -> Result<i32> {
         dir.display()
     );
     let started = Instant::now();
-    let mut m = Matrix {
-        scenario: s.name.clone(),
-        scenario_file: args.scenario.display().to_string(),
-        versions: versions.clone(),
-        times: args.times,
-        seeds: seeds.clone(),
-        started_ms: crate::rundir::now_ms(),
-        elapsed_s: 0.0,
-        interrupted: false,
-        rows: Vec::new(),
-        runs: Vec::new(),
-    };
+    let mut m = empty_matrix(&s.name, &args, &versions, &seeds);
     'runs: for (i, &seed) in seeds.iter().enumerate() {
         let index = i as u32 + 1;
         for version in &versions {
@@ -101,42 +167,10 @@ pub async fn matrix(args: MatrixArgs) -> Result<i32> {
             let reproduce = reproduce_command(&args.scenario, seed, version);
             eprintln!("matrix: {version} run {index}/{}, seed {seed}", args.times);
             let out: PathBuf = dir.join(version);
-            let req = Request {
-                scenario: sv,
-                scenario_path: Some(args.scenario.clone()),
-                seed,
-                out,
-                keep_cluster: false,
-                image: None,
-                progress: args.progress.into(),
-                json: false,
-                reuse: None,
-            };
+            let req = request(&args, sv, seed, out);
             let t = Instant::now();
             let record = match runner::run(req).await {
-                Ok(o) => {
-                    let elapsed = o.producer.elapsed.as_secs_f64();
-                    let throughput = (elapsed > 0.0)
-                        .then(|| o.producer.stats.messages_committed as f64 / elapsed);
-                    let rel = o
-                        .run_dir
-                        .strip_prefix(&dir)
-                        .map(|p| p.display().to_string())
-                        .ok();
-                    RunRecord::from_verdict(
-                        RunAt {
-                            version: version.clone(),
-                            index,
-                            seed,
-                            seconds: o.elapsed.as_secs_f64(),
-                            run_dir: rel,
-                            reproduce,
-                        },
-                        &o.verdict,
-                        throughput,
-                        expected,
-                    )
-                }
+                Ok(o) => record_of(&o, &dir, version, index, seed, reproduce, expected),
                 Err(Error::Interrupted) => {
                     m.interrupted = true;
                     break 'runs;
@@ -154,16 +188,7 @@ pub async fn matrix(args: MatrixArgs) -> Result<i32> {
                     expected,
                 ),
             };
-            eprintln!(
-                "matrix: {version} run {index}: {}{}: {}",
-                record.outcome,
-                match record.as_expected {
-                    Some(true) => " (as expected)",
-                    Some(false) => " (not as expected)",
-                    None => "",
-                },
-                record.summary.chars().take(200).collect::<String>()
-            );
+            print_record(version, index, &record);
             m.runs.push(record);
             m.elapsed_s = started.elapsed().as_secs_f64();
             m.summarize(&s.expect);

@@ -115,53 +115,7 @@ mod tests {
         std::fs::create_dir_all(&path).unwrap();
         let dir = RunDir { path };
         dir.write("run.json", "{}\n").unwrap();
-        let txn = |least| TxnId { most: 1, least };
-        let events = vec![
-            EventBody::TxnOpened {
-                attempt: 1,
-                txn: txn(1),
-                numbers: vec![(0, 12000)],
-                resend_of: None,
-            },
-            EventBody::TxnOutcome {
-                attempt: 1,
-                txn: txn(1),
-                outcome: Outcome::Committed,
-                detail: String::new(),
-            },
-            EventBody::TxnOpened {
-                attempt: 2,
-                txn: txn(2),
-                numbers: vec![(0, 10)],
-                resend_of: None,
-            },
-            EventBody::TxnOutcome {
-                attempt: 2,
-                txn: txn(2),
-                outcome: Outcome::Committed,
-                detail: String::new(),
-            },
-            EventBody::ProducerFinished {
-                committed: 2,
-                aborted: 0,
-                ambiguous: 0,
-                messages_committed: 12010,
-                complete: true,
-                detail: String::new(),
-            },
-        ];
-        let mut text = String::new();
-        for (i, body) in events.into_iter().enumerate() {
-            text.push_str(
-                &serde_json::to_string(&Event {
-                    t_ms: i as u64 * 10,
-                    body,
-                })
-                .unwrap(),
-            );
-            text.push('\n');
-        }
-        dir.write("history.jsonl", &text).unwrap();
+        write_history(&dir);
 
         let n = 12000;
         let mut tally = Tally::uncapped(n);
@@ -212,6 +166,57 @@ mod tests {
         let v = checker::verdict(all.capped(), Some(events), &ctx);
         dir.write_json("verdict.json", &v).unwrap();
         dir
+    }
+
+    /// history.jsonl of that run: [0, 12000) and [0, 10) each committed in a transaction.
+    fn write_history(dir: &RunDir) {
+        let txn = |least| TxnId { most: 1, least };
+        let events = vec![
+            EventBody::TxnOpened {
+                attempt: 1,
+                txn: txn(1),
+                numbers: vec![(0, 12000)],
+                resend_of: None,
+            },
+            EventBody::TxnOutcome {
+                attempt: 1,
+                txn: txn(1),
+                outcome: Outcome::Committed,
+                detail: String::new(),
+            },
+            EventBody::TxnOpened {
+                attempt: 2,
+                txn: txn(2),
+                numbers: vec![(0, 10)],
+                resend_of: None,
+            },
+            EventBody::TxnOutcome {
+                attempt: 2,
+                txn: txn(2),
+                outcome: Outcome::Committed,
+                detail: String::new(),
+            },
+            EventBody::ProducerFinished {
+                committed: 2,
+                aborted: 0,
+                ambiguous: 0,
+                messages_committed: 12010,
+                complete: true,
+                detail: String::new(),
+            },
+        ];
+        let mut text = String::new();
+        for (i, body) in events.into_iter().enumerate() {
+            text.push_str(
+                &serde_json::to_string(&Event {
+                    t_ms: i as u64 * 10,
+                    body,
+                })
+                .unwrap(),
+            );
+            text.push('\n');
+        }
+        dir.write("history.jsonl", &text).unwrap();
     }
 
     #[test]

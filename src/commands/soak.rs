@@ -207,21 +207,197 @@ async fn healthy(cluster: &Cluster) -> bool {
         .is_ok()
 }
 
-pub async fn soak(args: SoakArgs) -> Result<i32> {
+/// The scenario of the soak, at `--pulsar-version` if given, with a topic per iteration.
+fn load_scenario(args: &SoakArgs) -> Result<scenario::Scenario> {
     let mut s = scenario::load(&args.scenario)?;
     if let Some(v) = &args.pulsar_version {
         s.set_pulsar_version(v).map_err(Error::Usage)?;
     }
     // Every iteration gets a topic of its own.
     s.workload.unique_topic = true;
-    let master = match args.seed.or(s.seed) {
+    Ok(s)
+}
+
+/// True when the time is up or `--max-iterations` iterations have run.
+fn budget_spent(args: &SoakArgs, started: Instant, iterations: u64) -> bool {
+    if started.elapsed() >= args.duration {
+        return true;
+    }
+    if let Some(max) = args.max_iterations {
+        if iterations >= max {
+            return true;
+        }
+    }
+    false
+}
+
+/// Announce an iteration on stderr, with the time elapsed and left.
+fn announce_iteration(i: u64, seed: u64, started: Instant, duration: Duration) {
+    eprintln!(
+        "soak: iteration {i}, seed {seed}; {} elapsed, {} left",
+        humantime::format_duration(Duration::from_secs(started.elapsed().as_secs())),
+        humantime::format_duration(Duration::from_secs(
+            duration.saturating_sub(started.elapsed()).as_secs()
+        ))
+    );
+}
+
+/// The request for one iteration, on the soak's cluster if there is one.
+fn iteration_request(
+    args: &SoakArgs,
+    s: &scenario::Scenario,
+    seed: u64,
+    dir: &Path,
+    cluster: &Option<Arc<Cluster>>,
+) -> Request {
+    Request {
+        scenario: s.clone(),
+        scenario_path: Some(args.scenario.clone()),
+        seed,
+        out: dir.to_path_buf(),
+        keep_cluster: false,
+        image: args.image.clone(),
+        progress: args.progress.into(),
+        json: args.json,
+        reuse: cluster.clone().map(|c| Reuse { cluster: c }),
+    }
+}
+
+/// The master seed: the one given, or a fresh one (announced).
+fn master_seed(given: Option<u64>) -> u64 {
+    match given {
         Some(x) => x,
         None => {
             let x = crate::seed::fresh();
             eprintln!("no seed given: drew {x}");
             x
         }
+    }
+}
+
+impl Summary {
+    /// A summary with nothing counted yet.
+    fn empty(scenario: String, master_seed: u64, started_ms: u64) -> Summary {
+        Summary {
+            scenario,
+            master_seed,
+            started_ms,
+            elapsed_s: 0.0,
+            iterations: 0,
+            passes: 0,
+            violations: 0,
+            inconclusive: 0,
+            errors: 0,
+            cluster_restarts: 0,
+            faults: BTreeMap::new(),
+            interrupted: false,
+            runs: Vec::new(),
+        }
+    }
+}
+
+/// Make sure there is a healthy cluster, re-creating (or creating) it if not.
+#[allow(clippy::too_many_arguments)]
+async fn ensure_cluster(
+    spec: &crate::scenario::DockerCluster,
+    image: Option<&str>,
+    soak_id: &str,
+    cluster: &mut Option<Arc<Cluster>>,
+    cluster_n: &mut u64,
+    guards: &mut Vec<RunGuard>,
+    summary: &mut Summary,
+) -> Result<()> {
+    let fine = match &*cluster {
+        Some(c) => healthy(c).await,
+        None => false,
     };
+    if !fine {
+        if let Some(c) = cluster.take() {
+            eprintln!("soak: the cluster is not healthy any more; re-creating it");
+            let _ = c.down().await;
+            summary.cluster_restarts += 1;
+        }
+        *cluster_n += 1;
+        let run_id = format!("{soak_id}c{cluster_n}");
+        let (c, _) =
+            runner::start_cluster(spec, image.or(spec.image.as_deref()), &run_id, false).await?;
+        guards.push(RunGuard::new(&run_id));
+        *cluster = Some(Arc::new(c));
+    }
+    Ok(())
+}
+
+/// Count and record an iteration that ran (deleting its topic if it passed); true if it failed.
+async fn record_outcome(
+    summary: &mut Summary,
+    o: &runner::Outcome,
+    i: u64,
+    seed: u64,
+    reproduce: String,
+    keep_passing: usize,
+) -> bool {
+    let mut faults = BTreeMap::new();
+    for f in &o.verdict.faults {
+        *faults.entry(f.kind.clone()).or_insert(0) += 1;
+        *summary.faults.entry(f.kind.clone()).or_insert(0) += 1;
+    }
+    match o.verdict.status {
+        Status::Pass => summary.passes += 1,
+        Status::Violation => summary.violations += 1,
+        Status::Inconclusive => summary.inconclusive += 1,
+    }
+    eprintln!("soak: iteration {i}: {}", o.verdict.summary);
+    // A passing iteration's topic goes, so the cluster's disk stays bounded.
+    if o.verdict.status == Status::Pass {
+        let admin = crate::admin::Admin::new(&o.info.admin_url);
+        if let Err(e) = admin
+            .delete_topic(&o.info.topic, o.info.partitions > 1)
+            .await
+        {
+            tracing::warn!("could not delete {}: {e}", o.info.topic);
+        }
+    }
+    let failed = o.verdict.status != Status::Pass;
+    summary.runs.push(Iteration {
+        iteration: i,
+        seed,
+        status: o.verdict.status.to_string(),
+        summary: o.verdict.summary.clone(),
+        seconds: o.elapsed.as_secs_f64(),
+        run_dir: Some(o.run_dir.clone()),
+        reproduce,
+        faults,
+    });
+    prune(&mut summary.runs, keep_passing);
+    failed
+}
+
+/// Count and record an iteration that could not run.
+fn record_error(
+    summary: &mut Summary,
+    e: &Error,
+    i: u64,
+    seed: u64,
+    reproduce: String,
+    t: Instant,
+) {
+    eprintln!("soak: iteration {i} could not run: {e}");
+    summary.errors += 1;
+    summary.runs.push(Iteration {
+        iteration: i,
+        seed,
+        status: "error".into(),
+        summary: e.to_string(),
+        seconds: t.elapsed().as_secs_f64(),
+        run_dir: None,
+        reproduce,
+        faults: BTreeMap::new(),
+    });
+}
+
+pub async fn soak(args: SoakArgs) -> Result<i32> {
+    let s = load_scenario(&args)?;
+    let master = master_seed(args.seed.or(s.seed));
     let soak_id = crate::rundir::new_run_id();
     let dir = args.out.join(format!("soak-{}-{}", s.name, soak_id));
     std::fs::create_dir_all(&dir).map_err(Error::io(format!("create {}", dir.display())))?;
@@ -233,21 +409,7 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
     );
     let started = Instant::now();
     let started_ms = crate::rundir::now_ms();
-    let mut summary = Summary {
-        scenario: s.name.clone(),
-        master_seed: master,
-        started_ms,
-        elapsed_s: 0.0,
-        iterations: 0,
-        passes: 0,
-        violations: 0,
-        inconclusive: 0,
-        errors: 0,
-        cluster_restarts: 0,
-        faults: BTreeMap::new(),
-        interrupted: false,
-        runs: Vec::new(),
-    };
+    let mut summary = Summary::empty(s.name.clone(), master, started_ms);
     // One cluster for every iteration.
     let mut cluster: Option<Arc<Cluster>> = None;
     let mut cluster_n = 0u64;
@@ -258,96 +420,33 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
                 summary.interrupted = true;
                 break;
             }
-            if started.elapsed() >= args.duration {
+            if budget_spent(&args, started, summary.iterations) {
                 break;
             }
-            if let Some(max) = args.max_iterations {
-                if summary.iterations >= max {
-                    break;
-                }
-            }
             if let ClusterSpec::Docker(spec) = &s.cluster {
-                let fine = match &cluster {
-                    Some(c) => healthy(c).await,
-                    None => false,
-                };
-                if !fine {
-                    if let Some(c) = cluster.take() {
-                        eprintln!("soak: the cluster is not healthy any more; re-creating it");
-                        let _ = c.down().await;
-                        summary.cluster_restarts += 1;
-                    }
-                    cluster_n += 1;
-                    let run_id = format!("{soak_id}c{cluster_n}");
-                    let (c, _) = runner::start_cluster(
-                        spec,
-                        args.image.as_deref().or(spec.image.as_deref()),
-                        &run_id,
-                        false,
-                    )
-                    .await?;
-                    guards.push(RunGuard::new(&run_id));
-                    cluster = Some(Arc::new(c));
-                }
+                ensure_cluster(
+                    spec,
+                    args.image.as_deref(),
+                    &soak_id,
+                    &mut cluster,
+                    &mut cluster_n,
+                    &mut guards,
+                    &mut summary,
+                )
+                .await?;
             }
             summary.iterations += 1;
             let i = summary.iterations;
             let seed = crate::seed::iteration_seed(master, i);
-            eprintln!(
-                "soak: iteration {i}, seed {seed}; {} elapsed, {} left",
-                humantime::format_duration(Duration::from_secs(started.elapsed().as_secs())),
-                humantime::format_duration(Duration::from_secs(
-                    args.duration.saturating_sub(started.elapsed()).as_secs()
-                ))
-            );
-            let req = Request {
-                scenario: s.clone(),
-                scenario_path: Some(args.scenario.clone()),
-                seed,
-                out: dir.clone(),
-                keep_cluster: false,
-                image: args.image.clone(),
-                progress: args.progress.into(),
-                json: args.json,
-                reuse: cluster.clone().map(|c| Reuse { cluster: c }),
-            };
+            announce_iteration(i, seed, started, args.duration);
+            let req = iteration_request(&args, &s, seed, &dir, &cluster);
             let reproduce = runner::reproduce_command(&args.scenario, seed);
             let t = Instant::now();
             match runner::run(req).await {
                 Ok(o) => {
-                    let mut faults = BTreeMap::new();
-                    for f in &o.verdict.faults {
-                        *faults.entry(f.kind.clone()).or_insert(0) += 1;
-                        *summary.faults.entry(f.kind.clone()).or_insert(0) += 1;
-                    }
-                    match o.verdict.status {
-                        Status::Pass => summary.passes += 1,
-                        Status::Violation => summary.violations += 1,
-                        Status::Inconclusive => summary.inconclusive += 1,
-                    }
-                    eprintln!("soak: iteration {i}: {}", o.verdict.summary);
-                    // A passing iteration's topic goes, so the cluster's disk stays bounded.
-                    if o.verdict.status == Status::Pass {
-                        let admin = crate::admin::Admin::new(&o.info.admin_url);
-                        if let Err(e) = admin
-                            .delete_topic(&o.info.topic, o.info.partitions > 1)
-                            .await
-                        {
-                            tracing::warn!("could not delete {}: {e}", o.info.topic);
-                        }
-                    }
-                    let failed = o.verdict.status != Status::Pass;
-                    summary.runs.push(Iteration {
-                        iteration: i,
-                        seed,
-                        status: o.verdict.status.to_string(),
-                        summary: o.verdict.summary.clone(),
-                        seconds: o.elapsed.as_secs_f64(),
-                        run_dir: Some(o.run_dir.clone()),
-                        reproduce,
-                        faults,
-                    });
-                    prune(&mut summary.runs, args.keep_passing);
+                    let failed =
+                        record_outcome(&mut summary, &o, i, seed, reproduce, args.keep_passing)
+                            .await;
                     if failed && args.stop_on_failure {
                         eprintln!("soak: stopping at the first failure (--stop-on-failure)");
                         break;
@@ -359,18 +458,7 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
                     break;
                 }
                 Err(e) => {
-                    eprintln!("soak: iteration {i} could not run: {e}");
-                    summary.errors += 1;
-                    summary.runs.push(Iteration {
-                        iteration: i,
-                        seed,
-                        status: "error".into(),
-                        summary: e.to_string(),
-                        seconds: t.elapsed().as_secs_f64(),
-                        run_dir: None,
-                        reproduce,
-                        faults: BTreeMap::new(),
-                    });
+                    record_error(&mut summary, &e, i, seed, reproduce, t);
                     if args.stop_on_failure {
                         break;
                     }

@@ -24,6 +24,7 @@ use bytes::BytesMut;
 use prost::Message as _;
 use pulsar::message::proto::{base_command::Type, BaseCommand};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
@@ -213,6 +214,52 @@ pub struct ReplyLossProxy {
     connections: AtomicU64,
 }
 
+/// Client to broker: forward every byte read, noting the SENDs and END_TXN actions of each
+/// complete frame.
+async fn forward_upstream(
+    mut client_rd: OwnedReadHalf,
+    mut server_wr: OwnedWriteHalf,
+    noted: Arc<Mutex<HashMap<(u64, u64), TxnId>>>,
+    noted_actions: Arc<Mutex<HashMap<u64, Option<i32>>>>,
+) {
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    loop {
+        match client_rd.read_buf(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        // Note the SENDs of every complete frame; forward all bytes read.
+        let mut at = 0;
+        loop {
+            match frame_len(&buf[at..]) {
+                Ok(Some(len)) => {
+                    if let Ok(c) = command_of(&buf[at..at + len]) {
+                        if let Some((key, txn)) = send_of(&c) {
+                            noted.lock().expect("lock").insert(key, txn);
+                        }
+                        if let Some((rid, action)) = end_txn_of(&c) {
+                            noted_actions.lock().expect("lock").insert(rid, action);
+                        }
+                    }
+                    at += len;
+                }
+                Ok(None) => break,
+                Err(_) => {
+                    // Not Pulsar frames: stop noting, keep forwarding.
+                    at = buf.len();
+                    break;
+                }
+            }
+        }
+        let forward = buf.split_to(at);
+        if server_wr.write_all(&forward).await.is_err() {
+            break;
+        }
+        // An incomplete frame stays in `buf` until the rest arrives; forward it then.
+    }
+    let _ = server_wr.shutdown().await;
+}
+
 impl ReplyLossProxy {
     pub fn new(history: History) -> Arc<ReplyLossProxy> {
         Arc::new(ReplyLossProxy {
@@ -320,51 +367,15 @@ impl ReplyLossProxy {
         let _ = client.set_nodelay(true);
         let _ = server.set_nodelay(true);
         let n = self.connections.fetch_add(1, Ordering::Relaxed) + 1;
-        let (mut client_rd, mut client_wr) = client.into_split();
-        let (mut server_rd, mut server_wr) = server.into_split();
+        let (client_rd, mut client_wr) = client.into_split();
+        let (mut server_rd, server_wr) = server.into_split();
         let sends: Arc<Mutex<HashMap<(u64, u64), TxnId>>> = Arc::new(Mutex::new(HashMap::new()));
         let actions: Arc<Mutex<HashMap<u64, Option<i32>>>> = Arc::new(Mutex::new(HashMap::new()));
         // Client to broker: forwarded as read, SENDs and END_TXN actions noted.
         let noted = sends.clone();
         let noted_actions = actions.clone();
-        let upstream_task = tokio::spawn(async move {
-            let mut buf = BytesMut::with_capacity(64 * 1024);
-            loop {
-                match client_rd.read_buf(&mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-                // Note the SENDs of every complete frame; forward all bytes read.
-                let mut at = 0;
-                loop {
-                    match frame_len(&buf[at..]) {
-                        Ok(Some(len)) => {
-                            if let Ok(c) = command_of(&buf[at..at + len]) {
-                                if let Some((key, txn)) = send_of(&c) {
-                                    noted.lock().expect("lock").insert(key, txn);
-                                }
-                                if let Some((rid, action)) = end_txn_of(&c) {
-                                    noted_actions.lock().expect("lock").insert(rid, action);
-                                }
-                            }
-                            at += len;
-                        }
-                        Ok(None) => break,
-                        Err(_) => {
-                            // Not Pulsar frames: stop noting, keep forwarding.
-                            at = buf.len();
-                            break;
-                        }
-                    }
-                }
-                let forward = buf.split_to(at);
-                if server_wr.write_all(&forward).await.is_err() {
-                    break;
-                }
-                // An incomplete frame stays in `buf` until the rest arrives; forward it then.
-            }
-            let _ = server_wr.shutdown().await;
-        });
+        let upstream_task =
+            tokio::spawn(forward_upstream(client_rd, server_wr, noted, noted_actions));
         // Broker to client: frame by frame, each inspected before it is forwarded.
         let mut buf = BytesMut::with_capacity(64 * 1024);
         'conn: loop {

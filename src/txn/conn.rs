@@ -140,53 +140,81 @@ pub fn server_error(code: i32) -> ServerError {
     ServerError::try_from(code).unwrap_or(ServerError::UnknownError)
 }
 
+/// Open a TCP connection to `addr` and complete the CONNECT handshake (no timeout of its own).
+async fn handshake(
+    addr: &str,
+) -> Result<(Framed<TcpStream, Codec>, proto::CommandConnected), TxnError> {
+    let stream = TcpStream::connect(addr)
+        .await
+        .map_err(|e| TxnError::NotSent(format!("connect to {addr}: {e}")))?;
+    let _ = stream.set_nodelay(true);
+    let mut framed = Framed::new(stream, Codec);
+    let mut c = base(Type::Connect);
+    c.connect = Some(proto::CommandConnect {
+        client_version: format!("pulsar-chaos/{}", env!("CARGO_PKG_VERSION")),
+        protocol_version: Some(PROTOCOL_VERSION),
+        ..Default::default()
+    });
+    framed
+        .send(Message {
+            command: c,
+            payload: None,
+        })
+        .await
+        .map_err(|e| TxnError::NotSent(format!("CONNECT to {addr}: {e}")))?;
+    loop {
+        match framed.next().await {
+            Some(Ok(m)) => {
+                if let Some(c) = m.command.connected {
+                    return Ok((framed, c));
+                }
+                if let Some(e) = m.command.error {
+                    return Err(TxnError::NotSent(format!(
+                        "CONNECT to {addr} refused: {:?} {}",
+                        server_error(e.error),
+                        e.message
+                    )));
+                }
+            }
+            Some(Err(e)) => return Err(TxnError::NotSent(format!("CONNECT to {addr}: {e}"))),
+            None => {
+                return Err(TxnError::NotSent(format!(
+                    "CONNECT to {addr}: connection closed"
+                )))
+            }
+        }
+    }
+}
+
+/// PING every KEEPALIVE_EVERY; fail the connection once it has been silent for KEEPALIVE_DEAD.
+async fn keepalive(sh: Arc<Shared>, ping_out: mpsc::UnboundedSender<Message>) {
+    loop {
+        tokio::time::sleep(KEEPALIVE_EVERY).await;
+        if sh.closed.load(Ordering::SeqCst) {
+            break;
+        }
+        let silent = sh.last_frame.lock().expect("lock").elapsed();
+        if silent > KEEPALIVE_DEAD {
+            sh.fail_all(&format!(
+                "{} silent for {}s (keepalive)",
+                sh.addr,
+                silent.as_secs()
+            ));
+            break;
+        }
+        let mut p = base(Type::Ping);
+        p.ping = Some(proto::CommandPing {});
+        let _ = ping_out.send(Message {
+            command: p,
+            payload: None,
+        });
+    }
+}
+
 impl Connection {
     /// Connect to `addr` ("host:port") and complete the CONNECT handshake.
     pub async fn connect(addr: &str, timeout: Duration) -> Result<Connection, TxnError> {
-        let fut = async {
-            let stream = TcpStream::connect(addr)
-                .await
-                .map_err(|e| TxnError::NotSent(format!("connect to {addr}: {e}")))?;
-            let _ = stream.set_nodelay(true);
-            let mut framed = Framed::new(stream, Codec);
-            let mut c = base(Type::Connect);
-            c.connect = Some(proto::CommandConnect {
-                client_version: format!("pulsar-chaos/{}", env!("CARGO_PKG_VERSION")),
-                protocol_version: Some(PROTOCOL_VERSION),
-                ..Default::default()
-            });
-            framed
-                .send(Message {
-                    command: c,
-                    payload: None,
-                })
-                .await
-                .map_err(|e| TxnError::NotSent(format!("CONNECT to {addr}: {e}")))?;
-            loop {
-                match framed.next().await {
-                    Some(Ok(m)) => {
-                        if let Some(c) = m.command.connected {
-                            return Ok((framed, c));
-                        }
-                        if let Some(e) = m.command.error {
-                            return Err(TxnError::NotSent(format!(
-                                "CONNECT to {addr} refused: {:?} {}",
-                                server_error(e.error),
-                                e.message
-                            )));
-                        }
-                    }
-                    Some(Err(e)) => {
-                        return Err(TxnError::NotSent(format!("CONNECT to {addr}: {e}")))
-                    }
-                    None => {
-                        return Err(TxnError::NotSent(format!(
-                            "CONNECT to {addr}: connection closed"
-                        )))
-                    }
-                }
-            }
-        };
+        let fut = handshake(addr);
         let (framed, connected) = tokio::time::timeout(timeout, fut).await.map_err(|_| {
             TxnError::NotSent(format!(
                 "connect to {addr}: no answer within {}ms",
@@ -243,29 +271,7 @@ impl Connection {
         // Keepalive.
         let sh = shared.clone();
         let ping_out = out.clone();
-        let keepalive = tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(KEEPALIVE_EVERY).await;
-                if sh.closed.load(Ordering::SeqCst) {
-                    break;
-                }
-                let silent = sh.last_frame.lock().expect("lock").elapsed();
-                if silent > KEEPALIVE_DEAD {
-                    sh.fail_all(&format!(
-                        "{} silent for {}s (keepalive)",
-                        sh.addr,
-                        silent.as_secs()
-                    ));
-                    break;
-                }
-                let mut p = base(Type::Ping);
-                p.ping = Some(proto::CommandPing {});
-                let _ = ping_out.send(Message {
-                    command: p,
-                    payload: None,
-                });
-            }
-        });
+        let keepalive = tokio::spawn(keepalive(sh, ping_out));
         shared
             .tasks
             .lock()

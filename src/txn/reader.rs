@@ -204,6 +204,147 @@ async fn close(client: &Client, sub: &Sub) {
     sub.conn.unregister_consumer(sub.consumer_id);
 }
 
+/// Where a (re)subscription starts: the entry of the last message seen, or the start asked.
+fn resume_point(last_seen: &Option<MessageIdData>, opts: &ReadOptions) -> Option<MessageIdData> {
+    last_seen
+        .as_ref()
+        .map(|id| MessageIdData {
+            ledger_id: id.ledger_id,
+            entry_id: id.entry_id,
+            ..Default::default()
+        })
+        .or_else(|| opts.start.clone())
+}
+
+/// Where the read ends: the last message, or `stop` where that comes earlier.
+fn read_end(stop: &Option<MessageIdData>, last: MessageIdData) -> MessageIdData {
+    match stop {
+        Some(s) if last.ledger_id != u64::MAX && entry_key(s) < entry_key(&last) => s.clone(),
+        _ => last,
+    }
+}
+
+/// Why the read stopped when no message came for the idle timeout.
+fn idle_incomplete(
+    topic: &str,
+    opts: &ReadOptions,
+    last_seen: &Option<MessageIdData>,
+    stop: &MessageIdData,
+) -> String {
+    format!(
+        "no message from {topic} for {}s; stopped at {:?}, the last message is {:?}",
+        opts.idle_timeout.as_secs(),
+        last_seen.as_ref().map(key),
+        key(stop)
+    )
+}
+
+/// Hand the message(s) of one entry not seen yet to `on` (splitting a batch); false when `on`
+/// asked to stop.
+#[allow(clippy::too_many_arguments)]
+fn deliver<F>(
+    id: &MessageIdData,
+    metadata: &MessageMetadata,
+    data: Vec<u8>,
+    batch: Option<i32>,
+    partition: i32,
+    opts: &ReadOptions,
+    topic: &str,
+    last_seen: &mut Option<MessageIdData>,
+    stats: &mut ReadStats,
+    on: &mut F,
+) -> Result<bool, TxnError>
+where
+    F: FnMut(&MessageIdData, &MessageMetadata, &[u8]) -> bool,
+{
+    let mut keep_going = true;
+    match batch {
+        None => {
+            let mut mid = id.clone();
+            mid.partition = Some(partition);
+            mid.batch_index = Some(-1);
+            if last_seen
+                .as_ref()
+                .map(|s| key(&mid) > key(s))
+                .unwrap_or(true)
+            {
+                if opts
+                    .start
+                    .as_ref()
+                    .map(|s| entry_key(&mid) >= entry_key(s))
+                    .unwrap_or(true)
+                {
+                    stats.messages += 1;
+                    keep_going = on(&mid, &metadata, &data);
+                }
+                *last_seen = Some(mid);
+            }
+        }
+        Some(n) => {
+            let body = decompress(&metadata, data).map_err(|e| {
+                TxnError::Fatal(format!(
+                    "{topic} entry {}:{}: {e}",
+                    id.ledger_id, id.entry_id
+                ))
+            })?;
+            let parts = split_batch(&body, n).map_err(|e| {
+                TxnError::Fatal(format!(
+                    "{topic} entry {}:{}: {e}",
+                    id.ledger_id, id.entry_id
+                ))
+            })?;
+            for (i, part) in parts.into_iter().enumerate() {
+                let mut mid = id.clone();
+                mid.partition = Some(partition);
+                mid.batch_index = Some(i as i32);
+                if last_seen
+                    .as_ref()
+                    .map(|s| key(&mid) > key(s))
+                    .unwrap_or(true)
+                {
+                    stats.messages += 1;
+                    keep_going = on(&mid, &metadata, part) && keep_going;
+                    *last_seen = Some(mid);
+                }
+            }
+        }
+    }
+    Ok(keep_going)
+}
+
+/// True when there is nothing (more) to read before `stop`.
+fn nothing_left(
+    stop: &MessageIdData,
+    opts: &ReadOptions,
+    last_seen: &Option<MessageIdData>,
+) -> bool {
+    // An empty partition answers ledger and entry -1.
+    if stop.ledger_id == u64::MAX || stop.entry_id == u64::MAX {
+        return true;
+    }
+    if let Some(start) = &opts.start {
+        if last_seen.is_none() && entry_key(stop) < entry_key(start) {
+            return true;
+        }
+    }
+    if let Some(seen) = last_seen {
+        if entry_key(seen) >= entry_key(stop) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Ask for more messages once half of the permits have been used.
+fn refill(sub: &Sub, since_flow: &mut u32, permits: u32, topic: &str) {
+    if *since_flow >= permits / 2 {
+        if let Err(e) = flow(sub, *since_flow) {
+            tracing::debug!("flow on {topic}: {e}");
+        }
+        *since_flow = 0;
+    }
+}
+
 /// Read `topic` (one partition, or a non-partitioned topic) and hand every message to `on`:
 /// its id (with the partition index given, and the batch index), the entry's metadata, and
 /// the message's payload. `on` returns false to stop early.
@@ -223,14 +364,7 @@ where
     let give_up = tokio::time::Instant::now() + opts.idle_timeout.max(Duration::from_secs(5)) * 4;
     'session: loop {
         // (Re)subscribe from the last message seen, or the start.
-        let start = last_seen
-            .as_ref()
-            .map(|id| MessageIdData {
-                ledger_id: id.ledger_id,
-                entry_id: id.entry_id,
-                ..Default::default()
-            })
-            .or_else(|| opts.start.clone());
+        let start = resume_point(&last_seen, opts);
         let mut sub =
             match super::with_retry(give_up, || subscribe(client, topic, start.clone())).await {
                 Ok(s) => s,
@@ -242,16 +376,7 @@ where
         if end.is_none() {
             match last_message_id(client, &sub).await {
                 // Stop at the last message, or earlier where asked.
-                Ok(last) => {
-                    end = Some(match &opts.stop {
-                        Some(s)
-                            if last.ledger_id != u64::MAX && entry_key(s) < entry_key(&last) =>
-                        {
-                            s.clone()
-                        }
-                        _ => last,
-                    })
-                }
+                Ok(last) => end = Some(read_end(&opts.stop, last)),
                 Err(e) => {
                     close(client, &sub).await;
                     stats.reconnects += 1;
@@ -265,25 +390,10 @@ where
             }
         }
         let stop = end.clone().expect("set above");
-        // An empty partition answers ledger and entry -1.
-        if stop.ledger_id == u64::MAX || stop.entry_id == u64::MAX {
+        if nothing_left(&stop, opts, &last_seen) {
             stats.reached_end = true;
             close(client, &sub).await;
             return Ok(stats);
-        }
-        if let Some(start) = &opts.start {
-            if last_seen.is_none() && entry_key(&stop) < entry_key(start) {
-                stats.reached_end = true;
-                close(client, &sub).await;
-                return Ok(stats);
-            }
-        }
-        if let Some(seen) = &last_seen {
-            if entry_key(seen) >= entry_key(&stop) {
-                stats.reached_end = true;
-                close(client, &sub).await;
-                return Ok(stats);
-            }
         }
         let permits = opts.permits.max(10);
         if let Err(e) = flow(&sub, permits) {
@@ -297,12 +407,7 @@ where
                 Ok(Some(ev)) => ev,
                 Ok(None) => ConsumerEvent::Closed("consumer channel closed".into()),
                 Err(_) => {
-                    stats.incomplete = Some(format!(
-                        "no message from {topic} for {}s; stopped at {:?}, the last message is {:?}",
-                        opts.idle_timeout.as_secs(),
-                        last_seen.as_ref().map(key),
-                        key(&stop)
-                    ));
+                    stats.incomplete = Some(idle_incomplete(topic, opts, &last_seen, &stop));
                     close(client, &sub).await;
                     return Ok(stats);
                 }
@@ -325,69 +430,24 @@ where
                     let batch = metadata.num_messages_in_batch;
                     let members = batch.unwrap_or(1).max(1) as u32;
                     since_flow += members;
-                    let mut keep_going = true;
-                    match batch {
-                        None => {
-                            let mut mid = id.clone();
-                            mid.partition = Some(partition);
-                            mid.batch_index = Some(-1);
-                            if last_seen
-                                .as_ref()
-                                .map(|s| key(&mid) > key(s))
-                                .unwrap_or(true)
-                            {
-                                if opts
-                                    .start
-                                    .as_ref()
-                                    .map(|s| entry_key(&mid) >= entry_key(s))
-                                    .unwrap_or(true)
-                                {
-                                    stats.messages += 1;
-                                    keep_going = on(&mid, &metadata, &data);
-                                }
-                                last_seen = Some(mid);
-                            }
-                        }
-                        Some(n) => {
-                            let body = decompress(&metadata, data).map_err(|e| {
-                                TxnError::Fatal(format!(
-                                    "{topic} entry {}:{}: {e}",
-                                    id.ledger_id, id.entry_id
-                                ))
-                            })?;
-                            let parts = split_batch(&body, n).map_err(|e| {
-                                TxnError::Fatal(format!(
-                                    "{topic} entry {}:{}: {e}",
-                                    id.ledger_id, id.entry_id
-                                ))
-                            })?;
-                            for (i, part) in parts.into_iter().enumerate() {
-                                let mut mid = id.clone();
-                                mid.partition = Some(partition);
-                                mid.batch_index = Some(i as i32);
-                                if last_seen
-                                    .as_ref()
-                                    .map(|s| key(&mid) > key(s))
-                                    .unwrap_or(true)
-                                {
-                                    stats.messages += 1;
-                                    keep_going = on(&mid, &metadata, part) && keep_going;
-                                    last_seen = Some(mid);
-                                }
-                            }
-                        }
-                    }
+                    let keep_going = deliver(
+                        &id,
+                        &metadata,
+                        data,
+                        batch,
+                        partition,
+                        opts,
+                        topic,
+                        &mut last_seen,
+                        &mut stats,
+                        &mut on,
+                    )?;
                     if !keep_going || entry_key(&id) >= entry_key(&stop) {
                         stats.reached_end = keep_going;
                         close(client, &sub).await;
                         return Ok(stats);
                     }
-                    if since_flow >= permits / 2 {
-                        if let Err(e) = flow(&sub, since_flow) {
-                            tracing::debug!("flow on {topic}: {e}");
-                        }
-                        since_flow = 0;
-                    }
+                    refill(&sub, &mut since_flow, permits, topic);
                 }
             }
         }
