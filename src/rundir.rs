@@ -126,11 +126,7 @@ impl RunDir {
 
 /// A short id for a run: time and process, in hex.
 pub fn new_run_id() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let mut r = crate::seed::Rng::new(nanos ^ (u64::from(std::process::id()) << 20));
+    let mut r = crate::seed::Rng::new(crate::seed::entropy());
     format!("{:08x}", r.next_u64() as u32)
 }
 

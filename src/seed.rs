@@ -3,12 +3,17 @@
 
 pub use pulsar_chaos_core::seed::*;
 
-/// A fresh seed for a run that names none: from the clock and the process id. The caller
-/// prints it, so the run can be reproduced.
-pub fn fresh() -> u64 {
+/// Entropy for what must differ between runs: the clock and the process id.
+pub fn entropy() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
-    fresh_seed(nanos ^ (u64::from(std::process::id()) << 32))
+    nanos ^ (u64::from(std::process::id()) << 32)
+}
+
+/// A fresh seed for a run that names none. The caller prints it, so the run can be
+/// reproduced.
+pub fn fresh() -> u64 {
+    fresh_seed(entropy())
 }
