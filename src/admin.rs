@@ -357,6 +357,95 @@ impl Admin {
         let text = self.call("GET", &path, None).await?;
         self.decode(&path, &text)
     }
+
+    /// `internalStats` of a topic or partition: its managed ledger's end and ledgers.
+    pub async fn ledger_state(&self, topic: &str) -> Result<LedgerState, AdminError> {
+        let path = format!("/admin/v2/{}/internalStats", topic_path(topic));
+        let text = self.call("GET", &path, None).await?;
+        let v: serde_json::Value = self.decode(&path, &text)?;
+        Ok(LedgerState::from_json(&v))
+    }
+
+    /// `slowTransactions/{ms}`: every transaction the coordinators hold that has been open at
+    /// least `min_age` (all coordinators: any broker gathers them).
+    pub async fn slow_transactions(&self, min_age: Duration) -> Result<Vec<TxnReport>, AdminError> {
+        let path = format!(
+            "/admin/v3/transactions/slowTransactions/{}",
+            min_age.as_millis()
+        );
+        let text = self.call("GET", &path, None).await?;
+        let raw: BTreeMap<String, TxnReport> = self.decode(&path, &text)?;
+        Ok(raw.into_values().collect())
+    }
+}
+
+/// A partition's managed ledger, from `internalStats`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LedgerState {
+    /// `lastConfirmedEntry` as (ledger, entry).
+    pub last_confirmed: Option<(u64, u64)>,
+    /// `ledgers`: (ledger id, entries); the open ledger reports 0.
+    pub ledgers: Vec<(u64, u64)>,
+    /// The open ledger and `currentLedgerEntries`.
+    pub current: Option<(u64, u64)>,
+}
+
+impl LedgerState {
+    pub fn from_json(v: &serde_json::Value) -> LedgerState {
+        let last_confirmed = v
+            .get("lastConfirmedEntry")
+            .and_then(|s| s.as_str())
+            .and_then(crate::stuck::parse_position);
+        let ledgers: Vec<(u64, u64)> = v
+            .get("ledgers")
+            .and_then(|l| l.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|l| {
+                        Some((
+                            l.get("ledgerId")?.as_u64()?,
+                            l.get("entries").and_then(|e| e.as_u64()).unwrap_or(0),
+                        ))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let current = match (
+            ledgers.last(),
+            v.get("currentLedgerEntries").and_then(|n| n.as_u64()),
+        ) {
+            (Some((id, _)), Some(n)) => Some((*id, n)),
+            _ => None,
+        };
+        LedgerState {
+            last_confirmed,
+            ledgers,
+            current,
+        }
+    }
+}
+
+/// One transaction as `slowTransactions` reports it.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TxnReport {
+    /// `(0,1067)`
+    pub txn_id: String,
+    pub status: String,
+    #[serde(default)]
+    pub open_timestamp: Option<u64>,
+    /// Partition -> its buffer's view of the transaction.
+    #[serde(default)]
+    pub produced_partitions: BTreeMap<String, InBuffer>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct InBuffer {
+    #[serde(default)]
+    pub start_position: Option<String>,
+    #[serde(default)]
+    pub aborted: Option<bool>,
 }
 
 /// A reqwest error with its causes, on one line.
@@ -377,6 +466,37 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ledger_state_reads_internal_stats() {
+        let v: serde_json::Value = serde_json::from_str(
+            r#"{"lastConfirmedEntry":"34:3961","currentLedgerEntries":3962,
+                "ledgers":[{"ledgerId":21,"entries":300},{"ledgerId":34,"entries":0}]}"#,
+        )
+        .unwrap();
+        let s = LedgerState::from_json(&v);
+        assert_eq!(s.last_confirmed, Some((34, 3961)));
+        assert_eq!(s.ledgers, vec![(21, 300), (34, 0)]);
+        assert_eq!(s.current, Some((34, 3962)));
+        // A field Pulsar left out stays unknown.
+        assert_eq!(
+            LedgerState::from_json(&serde_json::json!({})),
+            LedgerState::default()
+        );
+    }
+
+    #[test]
+    fn slow_transactions_decode_as_pulsar_writes_them() {
+        let text = r#"{"(0,1067)":{"txnId":"(0,1067)","status":"ABORTING","openTimestamp":1764520000000,
+            "timeoutAt":20000,"producedPartitions":{"persistent://public/default/t-partition-0":
+            {"startPosition":"21:266","aborted":false}},"ackedPartitions":{}}}"#;
+        let raw: BTreeMap<String, TxnReport> = serde_json::from_str(text).unwrap();
+        let t = &raw["(0,1067)"];
+        assert_eq!(t.status, "ABORTING");
+        let p = &t.produced_partitions["persistent://public/default/t-partition-0"];
+        assert_eq!(p.aborted, Some(false));
+        assert_eq!(p.start_position.as_deref(), Some("21:266"));
+    }
 
     #[test]
     fn topic_paths() {

@@ -156,12 +156,11 @@ pub async fn wait_readable(
     let started = Instant::now();
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(1));
     loop {
-        let mut held = Vec::new();
-        for (t, until) in targets {
-            if let Err(why) = judge(*until, &probe(admin, t).await) {
-                held.push(format!("{t}: {why}"));
-            }
-        }
+        let held: Vec<String> = held_now(admin, targets)
+            .await
+            .into_iter()
+            .map(|(t, why)| format!("{t}: {why}"))
+            .collect();
         if held.is_empty() {
             return Ok(started.elapsed());
         }
@@ -179,6 +178,17 @@ pub async fn wait_readable(
         )
         .await;
     }
+}
+
+/// One look at every target: those not readable as far as asked, each with what holds it.
+pub async fn held_now(admin: &Admin, targets: &[(String, Until)]) -> Vec<(String, String)> {
+    let mut held = Vec::new();
+    for (t, until) in targets {
+        if let Err(why) = judge(*until, &probe(admin, t).await) {
+            held.push((t.clone(), why));
+        }
+    }
+    held
 }
 
 /// `wait_readable` for every partition of a topic, nothing open.

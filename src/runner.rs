@@ -12,6 +12,7 @@ mod faults;
 mod logs;
 mod phases;
 mod resume;
+mod stuck;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -10,10 +10,13 @@ use crate::rundir::{RunDir, RunInfo};
 use crate::runner::{self, Request};
 use crate::scenario::{self, ClusterSpec};
 
-/// The exit code for several verdicts: the most severe one (violation, then inconclusive).
+/// The exit code for several verdicts: the most severe one (violation, then stuck, then
+/// inconclusive).
 pub fn worst(statuses: &[Status]) -> i32 {
     if statuses.contains(&Status::Violation) {
         exit::VIOLATION
+    } else if statuses.contains(&Status::Stuck) {
+        exit::STUCK
     } else if statuses.contains(&Status::Inconclusive) {
         exit::INCONCLUSIVE
     } else {

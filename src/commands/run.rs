@@ -17,6 +17,7 @@ pub fn exit_code(v: &Verdict) -> i32 {
         Status::Pass => exit::PASS,
         Status::Violation => exit::VIOLATION,
         Status::Inconclusive => exit::INCONCLUSIVE,
+        Status::Stuck => exit::STUCK,
     }
 }
 
@@ -58,11 +59,72 @@ pub fn broker_log_text(logs: &[TxnLog], shown: &mut BTreeSet<TxnId>) -> Vec<Stri
     out
 }
 
+/// A stuck read for people: each partition with Pulsar's numbers, the coordinators'
+/// transactions and the brokers' lines, then each remedy and its answers.
+pub fn stuck_text(s: &crate::stuck::StuckReads) -> Vec<String> {
+    let mut out = vec![format!(
+        "read-back held from t={:.1}s; the harness gave up waiting at t={:.1}s ({}s after every fault healed)",
+        s.since_ms as f64 / 1000.0,
+        s.detected_ms as f64 / 1000.0,
+        s.waited_s
+    )];
+    for p in &s.partitions {
+        out.push(format!("stuck {}", p.describe()));
+        for t in &p.txns {
+            let parts: Vec<String> = t
+                .partitions
+                .iter()
+                .map(|tp| {
+                    let name = tp.partition.rsplit('/').next().unwrap_or(&tp.partition);
+                    match tp.aborted {
+                        Some(a) => format!("{name} aborted: {a}"),
+                        None => name.to_string(),
+                    }
+                })
+                .collect();
+            out.push(format!("  {} {}: {}", t.txn, t.status, parts.join(", ")));
+        }
+        for l in &p.broker_lines {
+            out.push(format!("  {l}"));
+        }
+        for e in &p.errors {
+            out.push(format!("  could not ask: {e}"));
+        }
+    }
+    if let Some(c) = &s.likely_cause {
+        out.push(format!("likely cause: {c}"));
+    }
+    for r in &s.remedies {
+        out.push(format!(
+            "remedy {} at t={:.1}s on {}: {} after {:.1}s",
+            r.remedy,
+            r.at_ms as f64 / 1000.0,
+            if r.targets.is_empty() {
+                "-".to_string()
+            } else {
+                r.targets.join(", ")
+            },
+            if r.healed { "healed" } else { "still held" },
+            r.elapsed_ms as f64 / 1000.0
+        ));
+        for a in &r.answers {
+            out.push(format!("  {a}"));
+        }
+    }
+    out
+}
+
 /// Print a verdict for people.
 pub fn print_verdict(v: &Verdict, reproduce: Option<&str>) {
     println!("{}", v.summary);
     let mut shown = BTreeSet::new();
-    for m in v.missing.iter().take(20) {
+    // Numbers held behind a stuck partition are summarised per partition, not listed.
+    let held_back = v.status == Status::Stuck
+        && v.stuck_reads
+            .as_ref()
+            .is_some_and(|s| s.healed_by().is_none());
+    let listed = if held_back { 0 } else { 20 };
+    for m in v.missing.iter().take(listed) {
         println!(
             "  missing {} [cause: {}]: {}",
             m.what, m.cause, m.explanation
@@ -126,6 +188,11 @@ pub fn print_verdict(v: &Verdict, reproduce: Option<&str>) {
         }
         if let Some(c) = &st.likely_cause {
             println!("  likely cause: {c}");
+        }
+    }
+    if let Some(s) = &v.stuck_reads {
+        for line in stuck_text(s) {
+            println!("  {line}");
         }
     }
     if v.status != Status::Pass {

@@ -45,6 +45,8 @@ pub struct Summary {
     pub passes: u64,
     pub violations: u64,
     pub inconclusive: u64,
+    /// Iterations with a liveness finding (the read-back held after every fault healed).
+    pub stuck: u64,
     /// Iterations that could not run (infrastructure).
     pub errors: u64,
     pub cluster_restarts: u64,
@@ -58,6 +60,8 @@ impl Summary {
     pub fn exit_code(&self) -> i32 {
         if self.violations > 0 {
             exit::VIOLATION
+        } else if self.stuck > 0 {
+            exit::STUCK
         } else if self.errors > 0 && self.passes + self.inconclusive == 0 {
             exit::INFRASTRUCTURE
         } else if self.inconclusive > 0 || self.errors > 0 {
@@ -83,8 +87,13 @@ impl Summary {
             }
         ));
         t.push_str(&format!(
-            "  pass {}   violation {}   inconclusive {}   could not run {}   cluster re-created {}\n",
-            self.passes, self.violations, self.inconclusive, self.errors, self.cluster_restarts
+            "  pass {}   violation {}   stuck {}   inconclusive {}   could not run {}   cluster re-created {}\n",
+            self.passes,
+            self.violations,
+            self.stuck,
+            self.inconclusive,
+            self.errors,
+            self.cluster_restarts
         ));
         if !self.faults.is_empty() {
             let f: Vec<String> = self
@@ -287,6 +296,7 @@ impl Summary {
             passes: 0,
             violations: 0,
             inconclusive: 0,
+            stuck: 0,
             errors: 0,
             cluster_restarts: 0,
             faults: BTreeMap::new(),
@@ -345,6 +355,7 @@ async fn record_outcome(
         Status::Pass => summary.passes += 1,
         Status::Violation => summary.violations += 1,
         Status::Inconclusive => summary.inconclusive += 1,
+        Status::Stuck => summary.stuck += 1,
     }
     eprintln!("soak: iteration {i}: {}", o.verdict.summary);
     // A passing iteration's topic goes, so the cluster's disk stays bounded.
@@ -544,6 +555,7 @@ mod tests {
             passes: 3,
             violations: 0,
             inconclusive: 0,
+            stuck: 0,
             errors: 0,
             cluster_restarts: 0,
             faults: BTreeMap::new(),

@@ -12,6 +12,7 @@ fn outcome_class(o: Outcome) -> &'static str {
         Outcome::Pass => "pass",
         Outcome::Violation => "violation",
         Outcome::Inconclusive | Outcome::Stalled => "inconclusive",
+        Outcome::Stuck => "stuck",
         Outcome::Error => "other",
     }
 }

@@ -108,11 +108,17 @@ pub(super) async fn execute(
         }
     }
 
-    let (rb, incomplete) = settle_and_read(env, &admin, info, w, &history).await?;
+    let (rb, incomplete, stuck_reads) =
+        settle_and_read(dir, env, &admin, info, &req.scenario, &history).await?;
     // Logs for a run that did not go well: every container's, and for a stall the broker
     // lines about the topic since it began.
     let stall = stall_logs(dir, env, info, &history, stalled_since).await;
-    let verdict = judge(req, dir, info, env, rb, incomplete, stall, &history_path).await?;
+    let read = Read {
+        rb,
+        incomplete,
+        stuck_reads,
+    };
+    let verdict = judge(req, dir, info, env, read, stall, &history_path).await?;
     dir.write_json("verdict.json", &verdict)?;
     crate::report::write_html(dir, info, plan, &verdict)?;
     Ok(Outcome {
@@ -405,15 +411,26 @@ fn print_producer(report: &workload::Report) {
     );
 }
 
-/// Wait out open transactions, then read back. Returns the read-back and, when the wait ran
-/// out, what still held the topic.
+/// The read-back and what held it.
+struct Read {
+    rb: Readback,
+    /// What still held the topic when the wait (and every remedy) ran out.
+    incomplete: Option<String>,
+    stuck_reads: Option<crate::stuck::StuckReads>,
+}
+
+/// Wait out open transactions (when the wait runs out: diagnose and try the remedies), then
+/// read back. Returns the read-back, what still held the topic when nothing healed it, and the
+/// stuck reads found.
 async fn settle_and_read(
+    dir: &RunDir,
     env: &Env,
     admin: &Admin,
     info: &RunInfo,
-    w: &Workload,
+    scenario: &crate::scenario::Scenario,
     history: &History,
-) -> Result<(Readback, Option<String>)> {
+) -> Result<(Readback, Option<String>, Option<crate::stuck::StuckReads>)> {
+    let w = &scenario.workload;
     let client = crate::txn::Client::new(&env.service_url, Duration::from_secs(10));
     let parts = crate::readback::partitions_of(&client, &info.topic)
         .await
@@ -421,6 +438,7 @@ async fn settle_and_read(
     client.close_all().await;
     let settle = settle_cap(w.txn_timeout);
     let mut incomplete = None;
+    let mut stuck_reads = None;
     match crate::readback::wait_settled(admin, &parts, settle).await {
         Ok(d) => history.record(EventBody::Note {
             message: format!(
@@ -428,7 +446,25 @@ async fn settle_and_read(
                 d.as_millis()
             ),
         }),
-        Err(e) => incomplete = Some(e),
+        Err(e) => {
+            stuck_reads = super::stuck::investigate(
+                dir,
+                env,
+                admin,
+                info,
+                &parts,
+                &scenario.remedies,
+                history,
+                settle,
+            )
+            .await;
+            let healed = stuck_reads
+                .as_ref()
+                .is_none_or(|s: &crate::stuck::StuckReads| s.healed_by().is_some());
+            if !healed {
+                incomplete = Some(e);
+            }
+        }
     }
     eprintln!("reading back {} ...", info.topic);
     let rb = crate::readback::read_back(
@@ -447,7 +483,7 @@ async fn settle_and_read(
         ),
     });
     history.flush();
-    Ok((rb, incomplete))
+    Ok((rb, incomplete, stuck_reads))
 }
 
 /// Judge the read-back: what the checker sees is stored first (`readback.json`), then the
@@ -459,11 +495,15 @@ async fn judge(
     dir: &RunDir,
     info: &RunInfo,
     env: &Env,
-    rb: Readback,
-    incomplete: Option<String>,
+    read: Read,
     stall: StallLogs,
     history_path: &Path,
 ) -> Result<Verdict> {
+    let Read {
+        rb,
+        incomplete,
+        stuck_reads,
+    } = read;
     let w = &req.scenario.workload;
     let StallLogs {
         mut logs,
@@ -479,6 +519,7 @@ async fn judge(
         sabotage_skip: req.scenario.sabotage.skip.iter().copied().collect(),
         sabotage_duplicate: req.scenario.sabotage.duplicate.iter().copied().collect(),
         broker_log: Vec::new(),
+        stuck_reads,
     };
     // What the checker sees is stored before it judges (`recheck` judges it again offline).
     let stored = crate::readlog::StoredReadback::new(

@@ -17,5 +17,10 @@ pub const RECHECK_DIFFERS: i32 = 5;
 /// The checker caught itself: its counts do not add up (received != distinct + extra copies +
 /// unexpected). No verdict is given; this is a bug in pulsar-chaos, not a finding about Pulsar.
 pub const CHECKER_FAULT: i32 = 6;
+/// A liveness finding and no violation: Pulsar held the read-back after every fault healed
+/// (a transaction stuck COMMITTING/ABORTING, a partition unreadable), with its evidence in the
+/// verdict's `stuck_reads`. Whether a remedy healed it and the safety check completed says the
+/// verdict.
+pub const STUCK: i32 = 7;
 /// Interrupted by Ctrl-C / SIGTERM (after cleanup). 128 + SIGINT, as shells report it.
 pub const INTERRUPTED: i32 = 130;

@@ -171,6 +171,22 @@ pub enum EventBody {
         idle_ms: u64,
         detail: String,
     },
+    /// The wait for open transactions ran out after every fault healed: the partitions that
+    /// held the read-back, held since `since_ms` (see `stuck::StuckReads`).
+    ReadStuck {
+        since_ms: u64,
+        partitions: Vec<String>,
+        detail: String,
+    },
+    /// A remedy for a stuck read-back was tried: on what, what Pulsar answered, and whether
+    /// every partition was readable after it.
+    RemedyTried {
+        remedy: String,
+        targets: Vec<String>,
+        healed: bool,
+        elapsed_ms: u64,
+        detail: String,
+    },
     /// Free text of note (reconnects, resume, read-back start and end).
     Note { message: String },
 }

@@ -17,4 +17,5 @@ pub mod readlog;
 pub mod scenario;
 pub mod seed;
 pub mod stall;
+pub mod stuck;
 pub mod versions;

@@ -20,6 +20,9 @@ pub enum Outcome {
     Inconclusive,
     /// Inconclusive because the producer stopped making progress with no fault active.
     Stalled,
+    /// A liveness finding with Pulsar's evidence (the read-back held after every fault
+    /// healed), no violation.
+    Stuck,
     /// The run could not be carried out (cluster never ready, image missing, ...).
     Error,
 }
@@ -31,6 +34,7 @@ impl Outcome {
             Status::Violation => Outcome::Violation,
             Status::Inconclusive if v.stall.is_some() => Outcome::Stalled,
             Status::Inconclusive => Outcome::Inconclusive,
+            Status::Stuck => Outcome::Stuck,
         }
     }
 
@@ -40,6 +44,7 @@ impl Outcome {
             Outcome::Violation => "violation",
             Outcome::Inconclusive => "inconclusive",
             Outcome::Stalled => "stalled",
+            Outcome::Stuck => "stuck",
             Outcome::Error => "error",
         }
     }
@@ -53,6 +58,7 @@ impl Outcome {
                     | (Expected::Violation, Outcome::Violation)
                     | (Expected::Inconclusive, Outcome::Inconclusive)
                     | (Expected::Stalled, Outcome::Stalled)
+                    | (Expected::Stuck, Outcome::Stuck)
             )
         })
     }
@@ -199,6 +205,8 @@ pub struct VersionRow {
     pub violation: u64,
     pub inconclusive: u64,
     pub stalled: u64,
+    #[serde(default)]
+    pub stuck: u64,
     pub error: u64,
     pub ambiguous: u64,
     pub duplicate_copies: u64,
@@ -275,6 +283,7 @@ impl Matrix {
                     violation: count(Outcome::Violation),
                     inconclusive: count(Outcome::Inconclusive),
                     stalled: count(Outcome::Stalled),
+                    stuck: count(Outcome::Stuck),
                     error: count(Outcome::Error),
                     ambiguous: runs.iter().map(|r| r.ambiguous).sum(),
                     duplicate_copies: runs.iter().map(|r| r.duplicate_copies).sum(),
@@ -297,14 +306,16 @@ impl Matrix {
             .collect();
     }
 
-    /// The exit code: the worst outcome of any run (violation, then inconclusive or stalled,
-    /// then an error). Infrastructure only when no run produced a verdict at all.
+    /// The exit code: the worst outcome of any run (violation, then stuck, then inconclusive,
+    /// stalled or an error). Infrastructure only when no run produced a verdict at all.
     pub fn exit_code(&self) -> i32 {
         let has = |o: Outcome| self.runs.iter().any(|r| r.outcome == o);
         if self.runs.iter().all(|r| r.outcome == Outcome::Error) {
             exit::INFRASTRUCTURE
         } else if has(Outcome::Violation) {
             exit::VIOLATION
+        } else if has(Outcome::Stuck) {
+            exit::STUCK
         } else if has(Outcome::Inconclusive) || has(Outcome::Stalled) || has(Outcome::Error) {
             exit::INCONCLUSIVE
         } else {
@@ -329,13 +340,14 @@ impl Matrix {
             }
         ));
         t.push_str(&format!(
-            "  {:<9} {:>4} {:>5} {:>9} {:>12} {:>7} {:>5} {:>9} {:>10} {:>8} {:>10}  {}\n",
+            "  {:<9} {:>4} {:>5} {:>9} {:>12} {:>7} {:>5} {:>5} {:>9} {:>10} {:>8} {:>10}  {}\n",
             "version",
             "runs",
             "pass",
             "violation",
             "inconclusive",
             "stalled",
+            "stuck",
             "error",
             "ambiguous",
             "duplicates",
@@ -345,13 +357,14 @@ impl Matrix {
         ));
         for r in &self.rows {
             t.push_str(&format!(
-                "  {:<9} {:>4} {:>5} {:>9} {:>12} {:>7} {:>5} {:>9} {:>10} {:>8} {:>10}  {}\n",
+                "  {:<9} {:>4} {:>5} {:>9} {:>12} {:>7} {:>5} {:>5} {:>9} {:>10} {:>8} {:>10}  {}\n",
                 r.version,
                 r.runs,
                 r.pass,
                 r.violation,
                 r.inconclusive,
                 r.stalled,
+                r.stuck,
                 r.error,
                 r.ambiguous,
                 r.duplicate_copies,

@@ -348,6 +348,34 @@ mod tests {
             }],
             sabotage_skip: [7].into_iter().collect(),
             sabotage_duplicate: [9].into_iter().collect(),
+            stuck_reads: Some(crate::stuck::StuckReads {
+                since_ms: 1,
+                detected_ms: 2,
+                waited_s: 260,
+                partitions: vec![crate::stuck::StuckPartition {
+                    partition: "persistent://public/default/t-partition-0".into(),
+                    index: 0,
+                    held: "1 transaction(s) open".into(),
+                    buffer_state: Some("Ready".into()),
+                    open: Some(1),
+                    max_read: Some((21, 265)),
+                    last_confirmed: Some((34, 3961)),
+                    entries_behind: Some(9),
+                    txns: Vec::new(),
+                    broker_lines: Vec::new(),
+                    errors: Vec::new(),
+                }],
+                remedies: vec![crate::stuck::RemedyRecord {
+                    remedy: crate::stuck::Remedy::UnloadTopic,
+                    targets: vec!["t-partition-0".into()],
+                    at_ms: 3,
+                    elapsed_ms: 4,
+                    answers: vec!["ok".into()],
+                    healed: true,
+                    still_held: String::new(),
+                }],
+                likely_cause: None,
+            }),
         };
         StoredReadback::new(n, log, findings, dup_ids, context)
     }

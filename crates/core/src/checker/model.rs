@@ -17,6 +17,10 @@ pub enum Status {
     Pass,
     Violation,
     Inconclusive,
+    /// A liveness finding with Pulsar's evidence: the read-back was held after every fault
+    /// healed (see `stuck`). No violation was found; whether the safety check is complete says
+    /// the verdict's `stuck_reads` (healed by a remedy, then read to the end) and `reasons`.
+    Stuck,
 }
 
 impl fmt::Display for Status {
@@ -25,6 +29,7 @@ impl fmt::Display for Status {
             Status::Pass => "pass",
             Status::Violation => "violation",
             Status::Inconclusive => "inconclusive",
+            Status::Stuck => "stuck",
         })
     }
 }
@@ -203,6 +208,9 @@ pub struct Verdict {
     /// The run stopped making progress with no fault active (a liveness finding).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stall: Option<StallFinding>,
+    /// The read-back was held after every fault healed: what held it, the remedies tried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stuck_reads: Option<crate::stuck::StuckReads>,
 }
 
 /// A stall: what the producer was told meanwhile and what the brokers logged about the topic.
@@ -257,6 +265,10 @@ pub struct Context {
     /// Numbers the scenario's sabotage never sent, and sent twice.
     pub sabotage_skip: BTreeSet<u64>,
     pub sabotage_duplicate: BTreeSet<u64>,
+    /// What held the read-back when the wait ran out, and the remedies tried (gathered by the
+    /// runner from Pulsar's admin API and the brokers' logs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stuck_reads: Option<crate::stuck::StuckReads>,
 }
 
 fn sorted_by_value<S: serde::Serializer>(

@@ -36,8 +36,12 @@ where
     notes.extend(unreadable_note(view.as_ref()));
     unfinished_reasons(view.as_ref(), ctx, &mut reasons);
     let stall = stall_finding(view.as_ref(), ctx, &mut reasons, &mut notes);
+    let stuck_reads = stuck_finding(ctx, &mut notes);
     let status = status(&findings, &missing, &duplicates, ctx, &mut reasons);
-    let summary = summary(&findings, status, &reasons, &notes, &missing, &duplicates);
+    let mut summary = summary(&findings, status, &reasons, &notes, &missing, &duplicates);
+    if let (Status::Stuck, Some(s)) = (status, &stuck_reads) {
+        summary = stuck_summary(&findings, s, &reasons, &notes);
+    }
     let (producer, attempts, faults) = match view {
         Some(v) => (
             Some(v.producer),
@@ -66,7 +70,74 @@ where
         attempts,
         faults,
         stall,
+        stuck_reads,
     }
+}
+
+/// The context's stuck reads; a note when Pulsar's answers do not show what held the read
+/// (then nothing is claimed about Pulsar: the run stays inconclusive).
+fn stuck_finding(ctx: &Context, notes: &mut Vec<String>) -> Option<crate::stuck::StuckReads> {
+    let s = ctx.stuck_reads.clone()?;
+    if !s.has_evidence() {
+        let errors: Vec<&str> = s
+            .partitions
+            .iter()
+            .flat_map(|p| p.errors.iter().map(String::as_str))
+            .take(3)
+            .collect();
+        notes.push(format!(
+            "Pulsar's admin API did not show what held the read-back, so no liveness finding is made{}",
+            if errors.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", errors.join("; "))
+            }
+        ));
+    }
+    Some(s)
+}
+
+/// The paragraph of a stuck verdict: the liveness finding first, then the safety check, with
+/// the numbers not read summarised per partition rather than listed.
+fn stuck_summary(
+    f: &Findings,
+    s: &crate::stuck::StuckReads,
+    reasons: &[String],
+    notes: &[String],
+) -> String {
+    let mut out = format!("STUCK (liveness): {}.", s.describe());
+    if let Some(c) = &s.likely_cause {
+        out.push_str(&format!(" Likely cause: {c}."));
+    }
+    let complete = reasons.is_empty();
+    if complete && f.missing_total == 0 && f.duplicate_values == 0 {
+        out.push_str(&format!(
+            " Safety: on the complete read, all {} numbers of [0, {}) arrived exactly once ({} messages read).",
+            f.expected, f.expected, f.received
+        ));
+    } else {
+        out.push_str(&format!(
+            " Safety undecided: {} of {} numbers read",
+            f.distinct, f.expected
+        ));
+        if f.missing_total > 0 {
+            out.push_str(&format!(
+                ", {} not read (behind the partitions above)",
+                f.missing_total
+            ));
+        }
+        out.push('.');
+        for r in reasons
+            .iter()
+            .filter(|r| !r.starts_with("the read-back is incomplete"))
+        {
+            out.push_str(&format!(" {r}."));
+        }
+    }
+    for n in notes {
+        out.push_str(&format!(" Note: {n}."));
+    }
+    out
 }
 
 /// The numbers missing or duplicated: the history scan keeps in full the attempts that
@@ -176,8 +247,14 @@ fn status(
         // Anomalies beyond what the lists hold are graded as the listed ones are.
         || (findings.duplicate_values > 0 && duplicates.is_empty())
         || (findings.missing_total > 0 && missing.is_empty() && reasons.is_empty());
+    let stuck = ctx
+        .stuck_reads
+        .as_ref()
+        .is_some_and(crate::stuck::StuckReads::has_evidence);
     if violation {
         Status::Violation
+    } else if stuck {
+        Status::Stuck
     } else if !reasons.is_empty() {
         Status::Inconclusive
     } else {
@@ -233,6 +310,7 @@ fn summarize(f: &Findings, status: Status, reasons: &[String]) -> String {
         }
         Status::Violation => parts.push("VIOLATION:".to_string()),
         Status::Inconclusive => parts.push("INCONCLUSIVE:".to_string()),
+        Status::Stuck => parts.push("STUCK:".to_string()),
     }
     if f.missing_total > 0 {
         let first: Vec<String> = f.missing.iter().take(5).map(|s| s.to_string()).collect();

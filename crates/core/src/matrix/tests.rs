@@ -223,6 +223,16 @@ fn the_exit_code_is_the_worst_verdict() {
     assert_eq!(m.exit_code(), exit::PASS);
     m.runs.push(record("4.2.4", 3, &stalled(), None));
     assert_eq!(m.exit_code(), exit::INCONCLUSIVE);
+    let mut stuck = verdict(&(0..10).collect::<Vec<_>>());
+    stuck.status = Status::Stuck;
+    m.runs.push(record("4.2.4", 5, &stuck, None));
+    assert_eq!(
+        m.exit_code(),
+        exit::STUCK,
+        "a liveness finding outranks inconclusive"
+    );
+    m.summarize(&BTreeMap::new());
+    assert_eq!(m.rows[0].stuck, 1);
     m.runs.push(record(
         "4.2.4",
         4,

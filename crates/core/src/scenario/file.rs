@@ -26,6 +26,10 @@ pub struct ScenarioFile {
     /// it should give; `matrix` compares).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub expect: std::collections::BTreeMap<String, Vec<super::Expected>>,
+    /// What to try, in order, when the read-back is held after every fault healed (see
+    /// `stuck`): `re-end`, `unload-coordinator`, `unload-topic`. Absent: all three; `[]`: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remedies: Option<Vec<crate::stuck::Remedy>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]

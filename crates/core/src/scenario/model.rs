@@ -25,6 +25,8 @@ pub struct Scenario {
     pub sabotage: Sabotage,
     /// Pulsar version -> the outcomes expected on it (empty: no expectation).
     pub expect: std::collections::BTreeMap<String, Vec<Expected>>,
+    /// The remedies to try, in order, when the read-back is held (empty: none).
+    pub remedies: Vec<crate::stuck::Remedy>,
     /// The scenario as resolved (defaults filled in), in the file's own shape: written to the
     /// run directory as `scenario.yaml`.
     pub resolved: ScenarioFile,
@@ -56,6 +58,8 @@ pub enum Expected {
     Violation,
     Inconclusive,
     Stalled,
+    /// A liveness finding: the read-back held after every fault healed (see `stuck`).
+    Stuck,
 }
 
 impl std::fmt::Display for Expected {
@@ -65,6 +69,7 @@ impl std::fmt::Display for Expected {
             Expected::Violation => "violation",
             Expected::Inconclusive => "inconclusive",
             Expected::Stalled => "stalled",
+            Expected::Stuck => "stuck",
         })
     }
 }

@@ -411,3 +411,28 @@ fn expectations_per_version_parse_and_bad_ones_are_located() {
     let (_, _, m) = error_of(&format!("{SMOKE}expect:\n  \"4.2.4\": []\n"));
     assert!(m.contains("at least one outcome"), "{m}");
 }
+
+#[test]
+fn remedies_default_to_all_in_order_and_can_be_turned_off() {
+    use crate::stuck::Remedy;
+    let s = parse("smoke.yaml", SMOKE).unwrap();
+    assert_eq!(s.remedies, Remedy::ALL.to_vec());
+    // The resolved copy names them, so a rerun tries the same.
+    assert!(
+        s.resolved_yaml()
+            .contains("remedies:\n- re-end\n- unload-coordinator\n- unload-topic\n"),
+        "{}",
+        s.resolved_yaml()
+    );
+    let off = parse("s.yaml", &format!("{SMOKE}remedies: []\n")).unwrap();
+    assert!(off.remedies.is_empty());
+    let again = parse("s.yaml", &off.resolved_yaml()).unwrap();
+    assert!(again.remedies.is_empty(), "[] survives the resolved copy");
+    let one = parse("s.yaml", &format!("{SMOKE}remedies: [unload-topic]\n")).unwrap();
+    assert_eq!(one.remedies, vec![Remedy::UnloadTopic]);
+    let (line, _, m) = error_of(&format!("{SMOKE}remedies: [reboot]\n"));
+    assert_eq!(line, SMOKE.lines().count() + 1, "{m}");
+    assert!(m.contains("unknown variant `reboot`"), "{m}");
+    let (_, _, m) = error_of(&format!("{SMOKE}remedies: [re-end, re-end]\n"));
+    assert!(m.contains("named twice"), "{m}");
+}

@@ -101,11 +101,24 @@ pub fn validate(raw: ScenarioFile) -> Result<Scenario, Invalid> {
         if outcomes.is_empty() {
             return Err((
                 vec![key("expect"), key(version)],
-                "name at least one outcome: pass, violation, inconclusive or stalled".into(),
+                "name at least one outcome: pass, violation, inconclusive, stalled or stuck".into(),
+            ));
+        }
+    }
+    let remedies = raw
+        .remedies
+        .clone()
+        .unwrap_or_else(|| crate::stuck::Remedy::ALL.to_vec());
+    for (i, r) in remedies.iter().enumerate() {
+        if remedies[..i].contains(r) {
+            return Err((
+                vec![key("remedies")],
+                format!("`{r}` is named twice; name each remedy once, in the order to try them"),
             ));
         }
     }
     let mut resolved = raw.clone();
+    resolved.remedies = Some(remedies.clone());
     resolved.cluster = resolve_cluster_file(&cluster);
     resolved.workload = resolve_workload_file(&workload);
     Ok(Scenario {
@@ -117,6 +130,7 @@ pub fn validate(raw: ScenarioFile) -> Result<Scenario, Invalid> {
         faults,
         sabotage,
         expect: raw.expect.clone(),
+        remedies,
         resolved,
     })
 }

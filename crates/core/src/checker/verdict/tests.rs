@@ -489,3 +489,144 @@ fn row_no_transaction_resend_after_a_failed_send_is_ambiguity() {
         Cause::Ambiguity
     );
 }
+
+// ---- Stuck reads: a liveness finding needs Pulsar's evidence. ----
+
+fn stuck_reads(evidence: bool, healed: bool) -> crate::stuck::StuckReads {
+    use crate::stuck::*;
+    StuckReads {
+        since_ms: 3,
+        detected_ms: 9,
+        waited_s: 260,
+        partitions: vec![StuckPartition {
+            partition: "persistent://public/default/t-partition-0".into(),
+            index: 0,
+            held: "2 transaction(s) open".into(),
+            buffer_state: Some("Ready".into()),
+            open: evidence.then_some(2),
+            max_read: evidence.then_some((21, 265)),
+            last_confirmed: evidence.then_some((34, 3961)),
+            entries_behind: evidence.then_some(64766),
+            txns: Vec::new(),
+            broker_lines: Vec::new(),
+            errors: if evidence {
+                Vec::new()
+            } else {
+                vec!["transactionBufferStats: HTTP 500".into()]
+            },
+        }],
+        remedies: vec![RemedyRecord {
+            remedy: Remedy::ReEnd,
+            targets: vec!["(0,7)".into()],
+            at_ms: 9,
+            elapsed_ms: 1500,
+            answers: vec!["(0,7): ok".into()],
+            healed,
+            still_held: String::new(),
+        }],
+        likely_cause: None,
+    }
+}
+
+#[test]
+fn row_stuck_then_healed_gives_the_safety_verdict_on_the_complete_read() {
+    let ctx = Context {
+        stuck_reads: Some(stuck_reads(true, true)),
+        ..Context::default()
+    };
+    let h: Vec<Event> = committed_0_to_10(5)
+        .into_iter()
+        .chain([finished(6, true)])
+        .collect();
+    let v = grade(&(0..10).collect::<Vec<_>>(), h, &ctx);
+    assert_eq!(v.status, Status::Stuck);
+    assert!(
+        v.summary
+            .starts_with("STUCK (liveness): Pulsar left the read-back held 260s"),
+        "{}",
+        v.summary
+    );
+    assert!(
+        v.summary.contains("remedy `re-end` healed it in 1.5s"),
+        "{}",
+        v.summary
+    );
+    assert!(
+        v.summary
+            .contains("Safety: on the complete read, all 10 numbers"),
+        "{}",
+        v.summary
+    );
+    assert!(v.stuck_reads.is_some());
+}
+
+#[test]
+fn row_stuck_and_not_healed_names_the_partition_and_leaves_safety_undecided() {
+    let ctx = Context {
+        readback_incomplete: Some(
+            "after 260s the transaction buffers still hold the read back".into(),
+        ),
+        stuck_reads: Some(stuck_reads(true, false)),
+        ..Context::default()
+    };
+    let h: Vec<Event> = committed_0_to_10(5)
+        .into_iter()
+        .chain([finished(6, true)])
+        .collect();
+    let v = grade(&(0..5).collect::<Vec<_>>(), h, &ctx);
+    assert_eq!(v.status, Status::Stuck);
+    assert!(
+        v.summary
+            .contains("partition 0: 64766 entries behind maxReadPosition 21:265"),
+        "{}",
+        v.summary
+    );
+    assert!(
+        v.summary
+            .contains("Safety undecided: 5 of 10 numbers read, 5 not read"),
+        "{}",
+        v.summary
+    );
+    // Numbers are summarised, not listed one by one.
+    assert!(!v.summary.contains("first:"), "{}", v.summary);
+}
+
+#[test]
+fn row_stuck_without_pulsars_evidence_stays_inconclusive() {
+    let ctx = Context {
+        readback_incomplete: Some("after 260s ...".into()),
+        stuck_reads: Some(stuck_reads(false, false)),
+        ..Context::default()
+    };
+    let h: Vec<Event> = committed_0_to_10(5)
+        .into_iter()
+        .chain([finished(6, true)])
+        .collect();
+    let v = grade(&(0..5).collect::<Vec<_>>(), h, &ctx);
+    assert_eq!(v.status, Status::Inconclusive);
+    assert!(
+        v.notes
+            .iter()
+            .any(|n| n.contains("no liveness finding is made")),
+        "{:?}",
+        v.notes
+    );
+}
+
+#[test]
+fn row_a_violation_beats_a_stuck_read() {
+    let ctx = Context {
+        stuck_reads: Some(stuck_reads(true, true)),
+        ..Context::default()
+    };
+    let h: Vec<Event> = committed_0_to_10(5)
+        .into_iter()
+        .chain([finished(6, true)])
+        .collect();
+    let v = grade(&(0..10).chain([3]).collect::<Vec<_>>(), h, &ctx);
+    assert_eq!(v.status, Status::Violation);
+    assert!(
+        v.stuck_reads.is_some(),
+        "the liveness evidence is kept beside the violation"
+    );
+}

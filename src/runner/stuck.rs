@@ -1,0 +1,256 @@
+//! When the wait for open transactions runs out after every fault healed: ask Pulsar what
+//! holds each partition, quote the brokers' lines about it, then try the scenario's remedies in
+//! order, each followed by a wait by condition, until one makes every partition readable.
+//! Every step is recorded in the history (`read_stuck`, `remedy_tried`).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use crate::admin::Admin;
+use crate::brokerlog::{self, BrokerLine, LogFile, TxnLog};
+use crate::cluster::Role;
+use crate::history::{EventBody, History, TxnId};
+use crate::readback::Until;
+use crate::rundir::{now_ms, RunDir, RunInfo};
+use crate::stuck::{self, Held, Remedy, RemedyRecord, StuckPartition, StuckReads};
+
+use super::env::Env;
+use super::logs::save_logs;
+
+/// How long the harness waits after each remedy for the partitions to become readable.
+pub(super) const AFTER_REMEDY: Duration = Duration::from_secs(60);
+/// Broker lines quoted per partition.
+const LINES_PER_PARTITION: usize = 12;
+
+/// What one look at the held partitions found, diagnosed, and the remedies tried. `None` when
+/// nothing holds the read any more (it became readable between the wait and this look).
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn investigate(
+    dir: &RunDir,
+    env: &Env,
+    admin: &Admin,
+    info: &RunInfo,
+    parts: &[(String, i32)],
+    remedies: &[Remedy],
+    history: &History,
+    waited: Duration,
+) -> Option<StuckReads> {
+    let targets: Vec<(String, Until)> = parts
+        .iter()
+        .map(|(t, _)| (t.clone(), Until::NothingOpen))
+        .collect();
+    let held: Vec<Held> = crate::readback::held_now(admin, &targets)
+        .await
+        .into_iter()
+        .map(|(partition, held)| Held {
+            index: parts
+                .iter()
+                .find(|(t, _)| *t == partition)
+                .map_or(-1, |(_, i)| *i),
+            partition,
+            held,
+        })
+        .collect();
+    if held.is_empty() {
+        return None;
+    }
+    let mut partitions = stuck::diagnose(admin, &held, now_ms()).await;
+    if let Some(c) = &env.cluster {
+        let all = save_logs(dir, env, c, info).await;
+        quote_lines(&mut partitions, &all, info);
+    }
+    let txn_ids: Vec<String> = partitions
+        .iter()
+        .flat_map(|p| p.txns.iter().map(|t| t.txn.clone()))
+        .collect();
+    let detected_ms = history.now_ms();
+    let since_ms = match crate::history::read(&dir.file("history.jsonl")) {
+        Ok(events) => stuck::held_since(events, &txn_ids, detected_ms),
+        Err(_) => detected_ms,
+    };
+    let mut found = StuckReads {
+        since_ms,
+        detected_ms,
+        waited_s: waited.as_secs(),
+        likely_cause: stuck::known_cause(&partitions),
+        partitions,
+        remedies: Vec::new(),
+    };
+    history.record(EventBody::ReadStuck {
+        since_ms,
+        partitions: found
+            .partitions
+            .iter()
+            .map(|p| p.partition.clone())
+            .collect(),
+        detail: found.describe(),
+    });
+    eprintln!("read-back held: {}", found.describe());
+    let held_targets: Vec<(String, Until)> = found
+        .partitions
+        .iter()
+        .map(|p| (p.partition.clone(), Until::NothingOpen))
+        .collect();
+    for &remedy in remedies {
+        let rec = try_remedy(
+            remedy,
+            admin,
+            env,
+            &found.partitions,
+            &held_targets,
+            history,
+        )
+        .await;
+        let healed = rec.healed;
+        found.remedies.push(rec);
+        if healed {
+            break;
+        }
+    }
+    history.flush();
+    Some(found)
+}
+
+/// Apply one remedy, wait by condition, and record what happened.
+async fn try_remedy(
+    remedy: Remedy,
+    admin: &Admin,
+    env: &Env,
+    partitions: &[StuckPartition],
+    held_targets: &[(String, Until)],
+    history: &History,
+) -> RemedyRecord {
+    let at_ms = history.now_ms();
+    let started = Instant::now();
+    eprintln!("trying remedy `{remedy}` ...");
+    let (targets, mut answers) = stuck::apply(remedy, admin, &env.service_url, partitions).await;
+    let waited = crate::readback::wait_readable(admin, held_targets, AFTER_REMEDY).await;
+    for p in partitions {
+        if let Ok(b) = admin.transaction_buffer(&p.partition).await {
+            let pos =
+                |m: Option<(u64, u64)>| m.map_or("?".to_string(), |(l, e)| format!("{l}:{e}"));
+            answers.push(format!(
+                "{} after it: maxReadPosition {} (was {}), {} transaction(s) open",
+                p.partition,
+                pos(b.max_read),
+                pos(p.max_read),
+                b.open.map_or("?".to_string(), |n| n.to_string())
+            ));
+        }
+    }
+    let rec = RemedyRecord {
+        remedy,
+        targets,
+        at_ms,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+        answers,
+        healed: waited.is_ok(),
+        still_held: waited.err().unwrap_or_default(),
+    };
+    history.record(EventBody::RemedyTried {
+        remedy: remedy.name().to_string(),
+        targets: rec.targets.clone(),
+        healed: rec.healed,
+        elapsed_ms: rec.elapsed_ms,
+        detail: rec.answers.join("; "),
+    });
+    eprintln!(
+        "remedy `{remedy}`: {} after {:.1}s",
+        if rec.healed {
+            "every partition readable"
+        } else {
+            "still held"
+        },
+        rec.elapsed_ms as f64 / 1000.0
+    );
+    rec
+}
+
+/// The brokers' WARN/ERROR lines since the run began that name a transaction holding a
+/// partition, or name the partition and no transaction: quoted under the partition.
+fn quote_lines(partitions: &mut [StuckPartition], all: &[(Role, String, String)], info: &RunInfo) {
+    // Lines that name no transaction are gathered under a query no real transaction has,
+    // over the whole run; the transactions' own queries gather the lines that name them.
+    const ANY: TxnId = TxnId {
+        most: u64::MAX,
+        least: u64::MAX,
+    };
+    let mut queries: BTreeMap<TxnId, Vec<(u64, u64)>> = partitions
+        .iter()
+        .flat_map(|p| &p.txns)
+        .filter_map(|t| stuck::parse_txn(&t.txn))
+        .map(|t| (t, Vec::new()))
+        .collect();
+    queries.insert(ANY, vec![(info.started_ms, now_ms())]);
+    let files: Vec<(String, &str, &str)> = all
+        .iter()
+        .filter(|(role, _, _)| matches!(role, Role::Broker | Role::Standalone))
+        .map(|(_, name, log)| (format!("logs/{name}.log"), name.as_str(), log.as_str()))
+        .collect();
+    let logs: Vec<LogFile<'_>> = files
+        .iter()
+        .map(|(file, node, text)| LogFile { node, file, text })
+        .collect();
+    let base = info.topic.rsplit('/').next().unwrap_or(&info.topic);
+    let found: Vec<TxnLog> = brokerlog::scan(&logs, &queries, base);
+    let severe = |l: &&BrokerLine| matches!(l.level.as_str(), "WARN" | "ERROR");
+    for p in partitions.iter_mut() {
+        let local = p
+            .partition
+            .rsplit('/')
+            .next()
+            .unwrap_or(&p.partition)
+            .to_string();
+        let mine: Vec<String> = p.txns.iter().map(|t| t.txn.clone()).collect();
+        let mut lines: Vec<BrokerLine> = Vec::new();
+        for log in &found {
+            if log.txn == ANY {
+                lines.extend(
+                    log.during
+                        .iter()
+                        .filter(severe)
+                        .filter(|l| names_partition(&l.message, &local))
+                        .cloned(),
+                );
+            } else if mine.contains(&log.txn.to_string()) {
+                lines.extend(log.named.iter().filter(severe).cloned());
+            }
+        }
+        lines.sort_by(|a, b| (&a.time, &a.file, a.line).cmp(&(&b.time, &b.file, b.line)));
+        lines.dedup_by(|a, b| a.file == b.file && a.line == b.line);
+        lines.truncate(LINES_PER_PARTITION);
+        p.broker_lines = lines;
+    }
+}
+
+/// Whether a line names this partition (`t-partition-1`, not `t-partition-10`).
+fn names_partition(message: &str, local: &str) -> bool {
+    message.match_indices(local).any(|(i, _)| {
+        !message[i + local.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_partition;
+
+    #[test]
+    fn a_partition_is_named_whole() {
+        assert!(names_partition(
+            "abort on topic t-partition-1 failed",
+            "t-partition-1"
+        ));
+        assert!(names_partition("[t-partition-1]", "t-partition-1"));
+        assert!(!names_partition(
+            "abort on topic t-partition-10",
+            "t-partition-1"
+        ));
+        assert!(names_partition(
+            "t-partition-10 and t-partition-1",
+            "t-partition-1"
+        ));
+    }
+}
