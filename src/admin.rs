@@ -74,8 +74,9 @@ pub struct TxnMetadata {
 pub struct BufferState {
     /// `state` (Ready, Initializing, ...).
     pub state: Option<String>,
-    /// `maxReadPosition` as (ledger, entry): readers see nothing after it.
-    pub max_read: Option<(u64, u64)>,
+    /// `maxReadPosition` as (ledger, entry): readers see nothing after it. The entry is -1
+    /// before the ledger's first entry (`7:-1`).
+    pub max_read: Option<(u64, i64)>,
     /// `ongoingTxnSize`: transactions open on the partition.
     pub open: Option<u64>,
 }
@@ -87,8 +88,7 @@ impl BufferState {
             max_read: v
                 .get("maxReadPosition")
                 .and_then(|p| p.as_str())
-                .and_then(|p| p.split_once(':'))
-                .and_then(|(l, e)| Some((l.parse().ok()?, e.parse().ok()?))),
+                .and_then(crate::stuck::parse_position),
             open: v.get("ongoingTxnSize").and_then(|n| n.as_u64()),
         }
     }
@@ -382,8 +382,8 @@ impl Admin {
 /// A partition's managed ledger, from `internalStats`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LedgerState {
-    /// `lastConfirmedEntry` as (ledger, entry).
-    pub last_confirmed: Option<(u64, u64)>,
+    /// `lastConfirmedEntry` as (ledger, entry); the entry is -1 in a ledger with none yet.
+    pub last_confirmed: Option<(u64, i64)>,
     /// `ledgers`: (ledger id, entries); the open ledger reports 0.
     pub ledgers: Vec<(u64, u64)>,
     /// The open ledger and `currentLedgerEntries`.

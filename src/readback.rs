@@ -100,7 +100,7 @@ pub fn judge(until: Until, probe: &Probe) -> Result<(), String> {
         }
         Probe::Failed(e) => return Err(format!("unknown: {e}")),
     };
-    let pos = |p: Option<(u64, u64)>| match p {
+    let pos = |p: Option<(u64, i64)>| match p {
         Some((l, e)) => format!("{l}:{e}"),
         None => "not reported".to_string(),
     };
@@ -117,7 +117,7 @@ pub fn judge(until: Until, probe: &Probe) -> Result<(), String> {
             )),
         },
         Until::Past(want) => match b.max_read {
-            Some(have) if have >= want => Ok(()),
+            Some(have) if have >= (want.0, want.1 as i64) => Ok(()),
             Some(have) => Err(format!(
                 "maxReadPosition {}:{} is before {}:{} ({} transaction(s) open, buffer {state})",
                 have.0,
@@ -313,7 +313,7 @@ mod tests {
     use super::*;
     use crate::admin::BufferState;
 
-    fn buf(open: Option<u64>, max_read: Option<(u64, u64)>) -> Probe {
+    fn buf(open: Option<u64>, max_read: Option<(u64, i64)>) -> Probe {
         Probe::Buffer(BufferState {
             state: Some("Ready".into()),
             max_read,

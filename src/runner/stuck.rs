@@ -128,7 +128,7 @@ async fn try_remedy(
     for p in partitions {
         if let Ok(b) = admin.transaction_buffer(&p.partition).await {
             let pos =
-                |m: Option<(u64, u64)>| m.map_or("?".to_string(), |(l, e)| format!("{l}:{e}"));
+                |m: Option<(u64, i64)>| m.map_or("?".to_string(), |(l, e)| format!("{l}:{e}"));
             answers.push(format!(
                 "{} after it: maxReadPosition {} (was {}), {} transaction(s) open",
                 p.partition,

@@ -14,4 +14,5 @@ mod produce;
 mod recheck;
 mod replyloss;
 mod soak;
+mod stuck;
 mod versions;

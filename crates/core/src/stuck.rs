@@ -101,9 +101,10 @@ pub struct StuckPartition {
     /// `transactionBufferStats`: `state`, `ongoingTxnSize`, `maxReadPosition`.
     pub buffer_state: Option<String>,
     pub open: Option<u64>,
-    pub max_read: Option<(u64, u64)>,
+    /// (ledger, entry); the entry is -1 before the ledger's first entry.
+    pub max_read: Option<(u64, i64)>,
     /// `internalStats`: `lastConfirmedEntry`.
-    pub last_confirmed: Option<(u64, u64)>,
+    pub last_confirmed: Option<(u64, i64)>,
     /// Entries written after `maxReadPosition`, counted from `internalStats`' ledgers.
     pub entries_behind: Option<u64>,
     /// The coordinators' transactions that name the partition.
@@ -135,7 +136,7 @@ impl StuckPartition {
         } else {
             self.partition.clone()
         };
-        let pos = |p: (u64, u64)| format!("{}:{}", p.0, p.1);
+        let pos = |p: (u64, i64)| format!("{}:{}", p.0, p.1);
         let mut s = name;
         match (self.max_read, self.entries_behind) {
             (Some(m), Some(n)) => {
@@ -291,8 +292,8 @@ where
 pub fn entries_behind(
     ledgers: &[(u64, u64)],
     current: Option<(u64, u64)>,
-    max_read: (u64, u64),
-    last_confirmed: (u64, u64),
+    max_read: (u64, i64),
+    last_confirmed: (u64, i64),
 ) -> Option<u64> {
     if max_read >= last_confirmed {
         return Some(0);
@@ -307,12 +308,19 @@ pub fn entries_behind(
     let mut total = 0u64;
     for &(id, n) in ledgers {
         let n = count(id, n);
+        // Entries up to and including entry e of a ledger: e + 1 (none for -1).
+        let upto = |e: i64| u64::try_from(e + 1).unwrap_or(0);
         if id == max_read.0 {
             seen = true;
-            total += n.saturating_sub(max_read.1 + 1);
+            let end = if id == last_confirmed.0 {
+                n.min(upto(last_confirmed.1))
+            } else {
+                n
+            };
+            total += end.saturating_sub(upto(max_read.1));
         } else if id > max_read.0 && id <= last_confirmed.0 {
             total += if id == last_confirmed.0 {
-                n.min(last_confirmed.1 + 1)
+                n.min(upto(last_confirmed.1))
             } else {
                 n
             };
@@ -321,8 +329,8 @@ pub fn entries_behind(
     seen.then_some(total)
 }
 
-/// Parse `21:265` (a managed-ledger position).
-pub fn parse_position(s: &str) -> Option<(u64, u64)> {
+/// Parse `21:265` (a managed-ledger position; `21:-1` is before the ledger's first entry).
+pub fn parse_position(s: &str) -> Option<(u64, i64)> {
     let (l, e) = s.split_once(':')?;
     Some((l.trim().parse().ok()?, e.trim().parse().ok()?))
 }

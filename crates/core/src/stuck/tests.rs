@@ -33,7 +33,7 @@ fn txn(id: &str, status: &str, here_aborted: Option<bool>) -> StuckTxn {
 
 fn partition(
     open: Option<u64>,
-    max_read: Option<(u64, u64)>,
+    max_read: Option<(u64, i64)>,
     txns: Vec<StuckTxn>,
 ) -> StuckPartition {
     StuckPartition {
@@ -109,6 +109,11 @@ fn entries_behind_counts_across_ledgers() {
         entries_behind(&[(5, 0)], Some((5, 10)), (5, 3), (5, 9)),
         Some(6)
     );
+    // Before the ledger's first entry (as Pulsar reports a buffer held from the start).
+    assert_eq!(
+        entries_behind(&[(7, 0)], Some((7, 5)), (7, -1), (7, 4)),
+        Some(5)
+    );
     // Nothing behind.
     assert_eq!(
         entries_behind(&ledgers, None, (34, 3961), (34, 3961)),
@@ -121,7 +126,8 @@ fn entries_behind_counts_across_ledgers() {
 #[test]
 fn positions_parse() {
     assert_eq!(parse_position("21:265"), Some((21, 265)));
-    assert_eq!(parse_position("21:-1"), None);
+    assert_eq!(parse_position("21:-1"), Some((21, -1)));
+    assert_eq!(parse_position("21:x"), None);
     assert_eq!(parse_position("x"), None);
 }
 
