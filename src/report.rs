@@ -18,7 +18,7 @@
 //! - `scan`: the one pass over `history.jsonl` that feeds the run page;
 //! - `timeline`: the SVG timeline of the run page;
 //! - `page`: the shell every page shares (head, CSS, cards, status colours);
-//! - `run_page`, `anomalies`, `faults`: the sections of `report.html`;
+//! - `run_page`, `anomalies`, `faults`, `stuck`: the sections of `report.html`;
 //! - `index`: a soak's `index.html`; `matrix`: `matrix.html`; `junit`: JUnit XML.
 
 /// Append formatted text to a `String` (writing to a `String` cannot fail).
@@ -38,6 +38,7 @@ pub mod matrix;
 mod page;
 mod run_page;
 mod scan;
+mod stuck;
 mod timeline;
 
 pub use buckets::BUCKETS;

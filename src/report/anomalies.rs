@@ -8,9 +8,20 @@ use std::fmt::Write as _;
 
 use super::fmt::{esc, fmt_n};
 use super::TABLE_CAP;
-use crate::brokerlog::TxnLog;
+use crate::brokerlog::{BrokerLine, TxnLog};
 use crate::checker::{Span, Verdict};
 use crate::history::TxnId;
+
+/// Quoted broker log lines, one a line with its place (`logs/standalone.log:599`), time and
+/// level, escaped; also used by the stuck reads' panel.
+pub(super) fn log_lines_html(lines: &[BrokerLine]) -> String {
+    let mut c = String::from("<pre class=\"log\">");
+    for line in lines {
+        w!(c, "<span>{}</span>\n", esc(&line.to_string()));
+    }
+    c.push_str("</pre>");
+    c
+}
 
 /// The broker log lines quoted under an anomaly: in full under the first anomaly of each
 /// transaction, a link to them under the others (`shown` remembers which were quoted).
@@ -30,7 +41,7 @@ fn broker_log_html(logs: &[TxnLog], shown: &mut BTreeSet<TxnId>) -> String {
         if !l.named.is_empty() {
             w!(
                 c,
-                "<div class=\"label\">Broker log lines naming {}{}</div><pre class=\"log\">",
+                "<div class=\"label\">Broker log lines naming {}{}</div>",
                 esc(&l.txn.to_string()),
                 if l.named_more > 0 {
                     format!(
@@ -42,15 +53,12 @@ fn broker_log_html(logs: &[TxnLog], shown: &mut BTreeSet<TxnId>) -> String {
                     String::new()
                 }
             );
-            for line in &l.named {
-                w!(c, "<span>{}</span>\n", esc(&line.to_string()));
-            }
-            c.push_str("</pre>");
+            c.push_str(&log_lines_html(&l.named));
         }
         if !l.during.is_empty() {
             w!(
                 c,
-                "<div class=\"label\">WARN/ERROR lines about the topic logged while {} was open or committing (they name no transaction){}</div><pre class=\"log\">",
+                "<div class=\"label\">WARN/ERROR lines about the topic logged while {} was open or committing (they name no transaction){}</div>",
                 esc(&l.txn.to_string()),
                 if l.during_more > 0 {
                     format!(" (the first {}; {} more)", l.during.len(), l.during_more)
@@ -58,10 +66,7 @@ fn broker_log_html(logs: &[TxnLog], shown: &mut BTreeSet<TxnId>) -> String {
                     String::new()
                 }
             );
-            for line in &l.during {
-                w!(c, "<span>{}</span>\n", esc(&line.to_string()));
-            }
-            c.push_str("</pre>");
+            c.push_str(&log_lines_html(&l.during));
         }
         c.push_str("</div>");
     }

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 pub struct IndexRow {
     pub iteration: u64,
     pub seed: u64,
-    /// "pass", "violation", "inconclusive" (anything else is shown as it is).
+    /// "pass", "violation", "inconclusive", "stuck" (anything else is shown as it is).
     pub status: String,
     pub summary: String,
     pub seconds: f64,
@@ -29,26 +29,35 @@ struct Totals {
     pass: usize,
     violation: usize,
     inconclusive: usize,
+    stuck: usize,
     other: usize,
 }
 
 impl Totals {
     fn of(rows: &[IndexRow]) -> Totals {
         let count = |s: &str| rows.iter().filter(|r| status_class(&r.status) == s).count();
-        let (pass, violation, inconclusive) =
-            (count("pass"), count("violation"), count("inconclusive"));
+        let (pass, violation, inconclusive, stuck) = (
+            count("pass"),
+            count("violation"),
+            count("inconclusive"),
+            count("stuck"),
+        );
         Totals {
             pass,
             violation,
             inconclusive,
-            other: rows.len() - pass - violation - inconclusive,
+            stuck,
+            other: rows.len() - pass - violation - inconclusive - stuck,
         }
     }
 
-    /// The status of the whole soak: the worst of its iterations.
+    /// The status of the whole soak: the worst of its iterations (a violation, then a stuck
+    /// read, as the exit codes rank them).
     fn overall(&self) -> &'static str {
         if self.violation > 0 {
             "violation"
+        } else if self.stuck > 0 {
+            "stuck"
         } else if self.inconclusive > 0 || self.other > 0 {
             "inconclusive"
         } else if self.pass == 0 {
@@ -117,7 +126,7 @@ fn verdict(h: &mut String, title: &str, rows: &[IndexRow], t: &Totals) {
     };
     w!(
         h,
-        "<h1 class=\"title\">{}</h1>\n<section class=\"verdict {overall}\"><div class=\"status\">{}</div><p class=\"summary\">{} iteration(s): {} passed, {} violation(s), {} inconclusive{}; {} in all.</p>{failing}</section>\n",
+        "<h1 class=\"title\">{}</h1>\n<section class=\"verdict {overall}\"><div class=\"status\">{}</div><p class=\"summary\">{} iteration(s): {} passed, {} violation(s), {} inconclusive{}{}; {} in all.</p>{failing}</section>\n",
         esc(title),
         if rows.is_empty() {
             "NO ITERATIONS".to_string()
@@ -128,6 +137,11 @@ fn verdict(h: &mut String, title: &str, rows: &[IndexRow], t: &Totals) {
         t.pass,
         t.violation,
         t.inconclusive,
+        if t.stuck > 0 {
+            format!(", {} stuck", t.stuck)
+        } else {
+            String::new()
+        },
         if t.other > 0 {
             format!(", {} other", t.other)
         } else {
@@ -154,6 +168,9 @@ fn cards(h: &mut String, rows: &[IndexRow], t: &Totals) {
         "inconclusive",
         if t.inconclusive > 0 { "warn" } else { "" },
     );
+    if t.stuck > 0 {
+        card(h, &fmt_n(t.stuck as u64), "stuck", "stuck");
+    }
     h.push_str("</div>\n");
 }
 

@@ -31,7 +31,7 @@ pub fn page(m: &Matrix) -> String {
         m.elapsed_s,
         if m.interrupted { " (interrupted)" } else { "" }
     );
-    h.push_str("<h2>Per version</h2>\n<table><thead><tr><th>version</th><th class=\"num\">runs</th><th class=\"num\">pass</th><th class=\"num\">violation</th><th class=\"num\">inconclusive</th><th class=\"num\">stalled</th><th class=\"num\">error</th><th class=\"num\">ambiguous commits</th><th class=\"num\">duplicate copies</th><th class=\"num\">missing</th><th class=\"num\">msg/s (median)</th><th>recovery after heal (median / max)</th><th>expected</th></tr></thead><tbody>\n");
+    h.push_str("<h2>Per version</h2>\n<table><thead><tr><th>version</th><th class=\"num\">runs</th><th class=\"num\">pass</th><th class=\"num\">violation</th><th class=\"num\">inconclusive</th><th class=\"num\">stalled</th><th class=\"num\">stuck</th><th class=\"num\">error</th><th class=\"num\">ambiguous commits</th><th class=\"num\">duplicate copies</th><th class=\"num\">missing</th><th class=\"num\">msg/s (median)</th><th>recovery after heal (median / max)</th><th>expected</th></tr></thead><tbody>\n");
     for r in &m.rows {
         let recovery: Vec<String> = r
             .recovery
@@ -45,13 +45,14 @@ pub fn page(m: &Matrix) -> String {
         };
         w!(
             h,
-            "<tr><td><b>{}</b></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td><span class=\"pill {exp_class}\">{}</span></td></tr>\n",
+            "<tr><td><b>{}</b></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td><span class=\"pill {exp_class}\">{}</span></td></tr>\n",
             esc(&r.version),
             r.runs,
             r.pass,
             r.violation,
             r.inconclusive,
             r.stalled,
+            r.stuck,
             r.error,
             r.ambiguous,
             r.duplicate_copies,
@@ -174,5 +175,76 @@ mod tests {
         assert!(page.contains("href=\"4.0.7/run-1/report.html\""), "{page}");
         assert!(page.contains("stalled: 2/3"), "{page}");
         assert!(page.contains("not as expected"), "{page}");
+    }
+
+    /// Issue 17: stuck runs have their own column next to "stalled" and their own colour.
+    #[test]
+    fn the_matrix_page_counts_stuck_runs_in_their_own_column() {
+        use crate::matrix::{Matrix, Outcome, RunAt, RunRecord};
+        use std::collections::BTreeMap;
+        let base = checker::verdict(
+            Tally::new(0).finish().unwrap(),
+            None::<Vec<std::result::Result<Event, String>>>,
+            &Context::default(),
+        );
+        let mut stalled = base.clone();
+        stalled.status = Status::Inconclusive;
+        stalled.stall = Some(checker::StallFinding {
+            since_ms: 1,
+            detected_ms: 2,
+            failed_attempts: 3,
+            failures: vec![],
+            broker_log: vec![],
+            likely_cause: None,
+        });
+        let mut stuck = base.clone();
+        stuck.status = Status::Stuck;
+        let at = |index: u32| RunAt {
+            version: "4.0.7".into(),
+            index,
+            seed: 7,
+            seconds: 60.0,
+            run_dir: Some(format!("4.0.7/run-{index}")),
+            reproduce: "pulsar-chaos run s.yaml --seed 7".into(),
+        };
+        let mut m = Matrix {
+            scenario: "s".into(),
+            scenario_file: "s.yaml".into(),
+            versions: vec!["4.0.7".into()],
+            times: 4,
+            seeds: vec![7; 4],
+            started_ms: 0,
+            elapsed_s: 1.0,
+            interrupted: false,
+            rows: vec![],
+            runs: vec![
+                RunRecord::from_verdict(at(1), &stuck, None, None),
+                RunRecord::from_verdict(at(2), &stalled, None, None),
+                RunRecord::from_verdict(at(3), &stuck, None, None),
+                RunRecord::from_verdict(at(4), &base, None, None),
+            ],
+        };
+        m.summarize(&BTreeMap::new());
+        assert_eq!(m.runs[0].outcome, Outcome::Stuck);
+        let page = crate::report::matrix::page(&m);
+        assert!(
+            page.contains("<th class=\"num\">stalled</th><th class=\"num\">stuck</th><th class=\"num\">error</th>"),
+            "{page}"
+        );
+        // runs, pass, violation, inconclusive, stalled, stuck, error.
+        assert!(
+            page.contains("<tr><td><b>4.0.7</b></td><td class=\"num\">4</td><td class=\"num\">1</td><td class=\"num\">0</td><td class=\"num\">0</td><td class=\"num\">1</td><td class=\"num\">2</td><td class=\"num\">0</td>"),
+            "{page}"
+        );
+        assert!(
+            page.contains(
+                "<span class=\"pill stuck\"><a href=\"4.0.7/run-1/report.html\">stuck</a></span>"
+            ),
+            "{page}"
+        );
+        assert!(
+            page.contains(".pill.stuck,.pill.held{"),
+            "CSS for the stuck class"
+        );
     }
 }

@@ -1,7 +1,8 @@
 //! `report.html`, the page of one run, and the sections that are not a concern of their own:
 //! the verdict with the run's facts and the command that reproduces it, the timeline with its
-//! legend, the counts, and the attempts that carried anomalous numbers. The anomalies and the
-//! faults sections are in `anomalies` and `faults`, the SVG in `timeline`.
+//! legend, the counts, and the attempts that carried anomalous numbers. The anomalies, the
+//! faults and the stuck reads sections are in `anomalies`, `faults` and `stuck`, the SVG in
+//! `timeline`.
 
 use std::fmt::Write as _;
 
@@ -10,6 +11,7 @@ use super::faults::faults_section;
 use super::fmt::{esc, fmt_dur, fmt_n, fmt_outcome, fmt_t, fmt_utc, ranges_html};
 use super::page::{card, page_start, status_class};
 use super::scan::{scan_history, Scan};
+use super::stuck::stuck_section;
 use super::timeline::{fault_colour, timeline_svg, MAX_MARKERS};
 use super::TABLE_CAP;
 use crate::checker::Verdict;
@@ -113,6 +115,14 @@ fn timeline_section(h: &mut String, scan: &Scan, v: &Verdict) {
             fault_colour(k),
             esc(k)
         );
+    }
+    if !scan.stuck.is_empty() {
+        h.push_str(
+            "<span class=\"swatch stuck\"></span>read-back stuck (to the remedy that healed it)",
+        );
+    }
+    if !scan.remedies.is_empty() {
+        h.push_str("<span class=\"swatch remedy\"></span>remedy tried (green: healed)");
     }
     h.push_str("</p>\n");
 }
@@ -286,6 +296,7 @@ fn render_html(info: &RunInfo, plan: &Plan, v: &Verdict, scan: &Scan) -> String 
     );
     header(&mut h, info, plan, v);
     timeline_section(&mut h, scan, v);
+    stuck_section(&mut h, v);
     counts_section(&mut h, scan, v);
     anomalies_section(&mut h, v);
     faults_section(&mut h, scan, plan, v);

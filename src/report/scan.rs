@@ -1,9 +1,10 @@
 //! The one pass over `history.jsonl` that the run page needs beyond the verdict: commits,
 //! aborts, ambiguous commits and commit latency folded into [`TimeBuckets`], the faults as
 //! they started and healed (with the replies a `reply_loss` fault dropped), the faults that
-//! were skipped or failed, and when each anomalous attempt first learned an outcome. The
-//! memory is bounded: fixed buckets, the attempts in flight, the ambiguous attempts not yet
-//! resolved, and at most [`MAX_FAULTS`] fault events of each kind.
+//! were skipped or failed, when each anomalous attempt first learned an outcome, and the
+//! read-backs held after every fault healed with the remedies tried on them. The memory is
+//! bounded: fixed buckets, the attempts in flight, the ambiguous attempts not yet resolved,
+//! and at most [`MAX_FAULTS`] fault, stuck-read and remedy events of each kind.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -44,6 +45,28 @@ pub(super) struct FaultNote {
     pub(super) why: String,
 }
 
+/// A read-back held after every fault healed, as the history tells it: from `read_stuck`'s
+/// `since_ms` to the first `remedy_tried` that healed it.
+#[derive(Debug, Clone)]
+pub(super) struct StuckSpan {
+    pub(super) since_ms: u64,
+    /// When the harness gave up waiting (the time of `read_stuck`).
+    pub(super) detected_ms: u64,
+    pub(super) partitions: Vec<String>,
+    /// When the first remedy that healed it ended, and its name.
+    pub(super) healed: Option<(u64, String)>,
+}
+
+/// One `remedy_tried` event: the remedy ended at `t_ms` after `elapsed_ms`.
+#[derive(Debug, Clone)]
+pub(super) struct RemedyMark {
+    pub(super) t_ms: u64,
+    pub(super) remedy: String,
+    pub(super) targets: Vec<String>,
+    pub(super) healed: bool,
+    pub(super) elapsed_ms: u64,
+}
+
 /// An attempt opened and not yet ended.
 struct OpenAttempt {
     messages: u64,
@@ -75,6 +98,9 @@ pub(super) struct Scan {
     pub(super) first_outcome: HashMap<u64, Option<u64>>,
     /// When the producer finished.
     pub(super) finished_ms: Option<u64>,
+    /// Read-backs held after every fault healed, and the remedies tried on them.
+    pub(super) stuck: Vec<StuckSpan>,
+    pub(super) remedies: Vec<RemedyMark>,
 }
 
 impl Scan {
@@ -159,6 +185,9 @@ impl Scan {
                     why: error,
                 });
             }
+            body @ (EventBody::ReadStuck { .. } | EventBody::RemedyTried { .. }) => {
+                self.stuck_event(t, body)
+            }
             _ => {}
         }
     }
@@ -231,6 +260,48 @@ impl Scan {
                     None => String::new(),
                 }
             ));
+        }
+    }
+
+    /// The read-back was held (a band from `since_ms` on), or a remedy was tried on it.
+    fn stuck_event(&mut self, t: u64, body: EventBody) {
+        match body {
+            EventBody::ReadStuck {
+                since_ms,
+                partitions,
+                ..
+            } if self.stuck.len() < MAX_FAULTS => self.stuck.push(StuckSpan {
+                since_ms,
+                detected_ms: t,
+                partitions,
+                healed: None,
+            }),
+            EventBody::RemedyTried {
+                remedy,
+                targets,
+                healed,
+                elapsed_ms,
+                ..
+            } => self.remedy_tried(RemedyMark {
+                t_ms: t,
+                remedy,
+                targets,
+                healed,
+                elapsed_ms,
+            }),
+            _ => {}
+        }
+    }
+
+    /// A remedy was tried: marked, and the end of the stuck read it healed.
+    fn remedy_tried(&mut self, r: RemedyMark) {
+        if r.healed {
+            if let Some(span) = self.stuck.iter_mut().rev().find(|s| s.healed.is_none()) {
+                span.healed = Some((r.t_ms, r.remedy.clone()));
+            }
+        }
+        if self.remedies.len() < MAX_FAULTS {
+            self.remedies.push(r);
         }
     }
 
@@ -330,6 +401,47 @@ mod tests {
             "{:?}",
             f.drops
         );
+    }
+
+    #[test]
+    fn a_stuck_read_ends_at_the_first_remedy_that_healed_it() {
+        let mut s = Scan::default();
+        let remedy = |remedy: &str, healed: bool| EventBody::RemedyTried {
+            remedy: remedy.into(),
+            targets: vec!["t-partition-0".into()],
+            healed,
+            elapsed_ms: 500,
+            detail: String::new(),
+        };
+        s.add(
+            9000,
+            EventBody::ReadStuck {
+                since_ms: 4000,
+                partitions: vec!["t-partition-0".into()],
+                detail: String::new(),
+            },
+        );
+        s.add(10_000, remedy("re-end", false));
+        s.add(11_000, remedy("unload-coordinator", true));
+        s.add(12_000, remedy("unload-topic", true));
+        assert_eq!(s.stuck.len(), 1);
+        let st = &s.stuck[0];
+        assert_eq!((st.since_ms, st.detected_ms), (4000, 9000));
+        assert_eq!(st.healed, Some((11_000, "unload-coordinator".to_string())));
+        let marks: Vec<(u64, &str, bool)> = s
+            .remedies
+            .iter()
+            .map(|r| (r.t_ms, r.remedy.as_str(), r.healed))
+            .collect();
+        assert_eq!(
+            marks,
+            [
+                (10_000, "re-end", false),
+                (11_000, "unload-coordinator", true),
+                (12_000, "unload-topic", true)
+            ]
+        );
+        assert_eq!(s.end_ms, 12_000);
     }
 
     #[test]

@@ -481,3 +481,159 @@ fn broker_lines_are_quoted_under_the_anomaly_once_per_transaction() {
     let (_, plain) = render("brokerlog-none");
     assert!(!plain.contains("class=\"brokerlog"), "{plain}");
 }
+
+/// The fixture after a stuck read: every number read once, the history goes on with the
+/// read held from 4.45 s (detected at 9 s), `re-end` tried without healing it and
+/// `unload-topic` healing it at 73.2 s; the read-back ends at 80 s. `heal: false` leaves out
+/// the healing remedy.
+fn stuck_fixture(tag: &str, heal: bool) -> Fixture {
+    use super::stuck::tests::{stuck_reads, HELD};
+    let mut f = fixture(tag);
+    let mut events = history();
+    events.push(ev(
+        9000,
+        EventBody::ReadStuck {
+            since_ms: 4450,
+            partitions: vec![HELD.into()],
+            detail: "held <b>".into(),
+        },
+    ));
+    let remedy = |t: u64, remedy: &str, healed: bool, elapsed_ms: u64| {
+        ev(
+            t,
+            EventBody::RemedyTried {
+                remedy: remedy.into(),
+                targets: vec![HELD.into()],
+                healed,
+                elapsed_ms,
+                detail: String::new(),
+            },
+        )
+    };
+    events.push(remedy(70_000, "re-end", false, 60_900));
+    if heal {
+        events.push(remedy(73_200, "unload-topic", true, 3200));
+    }
+    events.push(ev(
+        80_000,
+        EventBody::Note {
+            message: "read-back complete".into(),
+        },
+    ));
+    let mut text = String::new();
+    for e in &events {
+        text.push_str(&serde_json::to_string(e).unwrap());
+        text.push('\n');
+    }
+    f.dir.write("history.jsonl", &text).unwrap();
+    let mut tally = Tally::new(40);
+    for v in 0..40 {
+        tally.observe_value(v);
+    }
+    let mut stuck = stuck_reads();
+    if !heal {
+        stuck.remedies.truncate(1);
+    }
+    let ctx = Context {
+        seed: Some(4242),
+        stuck_reads: Some(stuck),
+        ..Context::default()
+    };
+    f.verdict = checker::verdict(
+        tally.finish().unwrap(),
+        Some(events.into_iter().map(Ok::<_, String>)),
+        &ctx,
+    );
+    f
+}
+
+fn render_stuck(tag: &str, heal: bool) -> String {
+    let f = stuck_fixture(tag, heal);
+    write_html(&f.dir, &f.info, &f.plan, &f.verdict).unwrap();
+    std::fs::read_to_string(f.dir.file("report.html")).unwrap()
+}
+
+fn stuck_bands(html: &str) -> Vec<&str> {
+    html.match_indices("<rect class=\"stuck-band\"")
+        .map(|(i, _)| &html[i..])
+        .collect()
+}
+
+fn right(tag: &str) -> f64 {
+    attr(tag, "x").unwrap().parse::<f64>().unwrap()
+        + attr(tag, "width").unwrap().parse::<f64>().unwrap()
+}
+
+/// Issue 17: a stuck verdict has its own status colour and the Stuck reads panel, between the
+/// timeline and the counts.
+#[test]
+fn a_stuck_verdict_has_its_own_status_and_panel() {
+    let html = render_stuck("stuckpage", true);
+    assert!(
+        html.contains("<section class=\"verdict stuck\"><div class=\"status\">STUCK</div>"),
+        "{html}"
+    );
+    assert!(html.contains(".verdict.stuck{border-color:var(--stuck);"));
+    assert!(html.contains(".pill.stuck,.pill.held{"));
+    let timeline = html.find("<h2 id=\"timeline\">").unwrap();
+    let stuck = html.find("<h2 id=\"stuck\">Stuck reads</h2>").unwrap();
+    let counts = html.find("<h2 id=\"counts\">").unwrap();
+    assert!(timeline < stuck && stuck < counts);
+    assert!(html.contains("<td>64,766</td>"));
+    assert!(html.contains("<code>(0,1067)</code>"));
+    assert!(html.contains("<span>logs/broker-1.log:1234 "));
+    assert!(html.contains("<tr data-remedy=\"unload-topic\">"));
+    assert!(html.contains("<span class=\"swatch stuck\"></span>read-back stuck"));
+    assert!(!html.to_lowercase().contains("<script"));
+}
+
+/// Issue 17: the stuck read is a hatched band from when it was held to the end of the remedy
+/// that healed it, with a mark per remedy; the axis runs on past the producer to the end of
+/// the read-back.
+#[test]
+fn a_stuck_read_is_a_band_up_to_the_remedy_that_healed_it() {
+    let html = render_stuck("stuckband", true);
+    let bands = stuck_bands(&html);
+    assert_eq!(bands.len(), 1, "{html}");
+    let b = bands[0];
+    // The plot spans x in [72, 1180] over 80 s.
+    let x = |t: f64| 72.0 + 1108.0 * t / 80_000.0;
+    let x0: f64 = attr(b, "x").unwrap().parse().unwrap();
+    assert!((x0 - x(4450.0)).abs() < 0.2, "{b}");
+    assert!((right(b) - x(73_200.0)).abs() < 0.2, "{b}");
+    assert_eq!(attr(b, "data-partitions"), Some("report-test-partition-2"));
+    assert!(b.contains("<title>read-back stuck on report-test-partition-2 from 4.450 s (the harness gave up waiting at 9.000 s); healed by remedy unload-topic at 73.200 s</title></rect><path class=\"stuck-hatch\" d=\"M"), "{b}");
+    // The x axis reaches the end of the read-back, far past the producer (6.5 s).
+    assert!(html.contains(">80s</text>"), "{html}");
+    // One mark per remedy, where it ran.
+    let held = html
+        .find("<g class=\"remedy held\" data-remedy=\"re-end\"><title>remedy re-end from 9.100 s to 70.000 s (1 min 00 s) on persistent://public/default/report-test-partition-2: still held</title>")
+        .expect(&html);
+    let healed = &html[html
+        .find("<g class=\"remedy healed\" data-remedy=\"unload-topic\">")
+        .expect(&html)..];
+    let line = &healed[healed.find("<line").unwrap()..];
+    let lx: f64 = attr(line, "x1").unwrap().parse().unwrap();
+    assert!((lx - x(73_200.0)).abs() < 0.2, "{line}");
+    assert!(held > 0);
+}
+
+#[test]
+fn a_stuck_read_no_remedy_healed_runs_to_the_end_of_the_chart() {
+    let html = render_stuck("stuckopen", false);
+    let bands = stuck_bands(&html);
+    assert_eq!(bands.len(), 1, "{html}");
+    assert!((right(bands[0]) - 1180.0).abs() < 0.2, "{}", bands[0]);
+    assert!(bands[0].contains("; no remedy healed it (tried: re-end)</title>"));
+    assert!(!html.contains("class=\"remedy healed\""));
+    assert!(html.contains("No remedy healed it.</p>"));
+}
+
+#[test]
+fn a_run_without_a_stuck_read_has_no_band_and_no_panel() {
+    let (_, html) = render("nostuck");
+    assert!(stuck_bands(&html).is_empty());
+    assert!(!html.contains("class=\"remedy "));
+    assert!(!html.contains("id=\"stuck\""));
+    assert!(!html.contains("swatch stuck"));
+}

@@ -2,7 +2,9 @@
 //! fault labels, commit throughput (stacked bars), aborted and ambiguous attempts per bucket,
 //! commit latency (p99 line and max dots, log scale) and the anomalous attempts from open to
 //! outcome, with a band across all charts for every fault and a line where the producer
-//! finished. Bands, bars, latency points and markers carry a `<title>` tooltip. Reads a
+//! finished; a hatched band where the read-back was held after every fault healed, up to the
+//! remedy that healed it, and a mark per remedy tried. Bands, bars, latency points and
+//! markers carry a `<title>` tooltip. Reads a
 //! [`Scan`] and the verdict; the layout is computed once in [`Layout`], then each chart is
 //! drawn by its own function.
 
@@ -11,7 +13,7 @@ use std::fmt::Write as _;
 
 use super::buckets::TimeBuckets;
 use super::fmt::{esc, fmt_dur, fmt_n, fmt_outcome, fmt_ranges, fmt_t};
-use super::scan::Scan;
+use super::scan::{RemedyMark, Scan, StuckSpan};
 use crate::checker::{AttemptRecord, Verdict};
 
 /// Anomalous attempts drawn on the timeline.
@@ -199,6 +201,12 @@ impl<'a> Layout<'a> {
         for a in &v.attempts {
             x_max = x_max.max(a.ended_ms.unwrap_or(a.opened_ms));
         }
+        if let Some(st) = &v.stuck_reads {
+            x_max = x_max.max(st.detected_ms);
+            for r in &st.remedies {
+                x_max = x_max.max(r.at_ms + r.elapsed_ms);
+            }
+        }
         let g = Geo {
             width: 1200.0,
             left: 72.0,
@@ -326,11 +334,13 @@ pub(super) fn timeline_svg(scan: &Scan, v: &Verdict) -> String {
     );
     frame(&mut s, &lay);
     fault_bands(&mut s, &lay, scan);
+    stuck_bands(&mut s, &lay, scan);
     throughput(&mut s, &lay, &scan.timeline);
     aborts_strip(&mut s, &lay, &scan.timeline);
     latency(&mut s, &lay, &scan.timeline);
     anomalies(&mut s, &lay, scan, v);
     finished(&mut s, &lay, scan);
+    remedy_marks(&mut s, &lay, scan);
     s.push_str("</svg>");
     if lay.hidden_labels > 0 {
         w!(
@@ -720,4 +730,138 @@ fn finished(s: &mut String, lay: &Layout, scan: &Scan) {
         px(lay.tp_top + 12.0),
         x = px(xf)
     );
+}
+
+/// A partition's name without its tenant and namespace.
+fn short(partition: &str) -> &str {
+    partition.rsplit('/').next().unwrap_or(partition)
+}
+
+/// The tooltip of a stuck read's band.
+fn stuck_title(st: &StuckSpan, remedies: &[RemedyMark]) -> String {
+    let names: Vec<&str> = st.partitions.iter().map(|p| short(p)).collect();
+    let mut t = format!(
+        "read-back stuck on {} from {} (the harness gave up waiting at {})",
+        if names.is_empty() {
+            "the topic".to_string()
+        } else {
+            names.join(", ")
+        },
+        fmt_t(st.since_ms),
+        fmt_t(st.detected_ms)
+    );
+    match &st.healed {
+        Some((at, remedy)) => w!(t, "; healed by remedy {remedy} at {}", fmt_t(*at)),
+        None => {
+            let tried: Vec<&str> = remedies
+                .iter()
+                .filter(|r| r.t_ms >= st.detected_ms)
+                .map(|r| r.remedy.as_str())
+                .collect();
+            if tried.is_empty() {
+                t.push_str("; no remedy healed it");
+            } else {
+                w!(t, "; no remedy healed it (tried: {})", tried.join(", "));
+            }
+        }
+    }
+    t
+}
+
+/// Diagonal hatching of the box `[x0, x1] x [y0, y1]` as path data, a line every `step`.
+fn hatch(x0: f64, x1: f64, y0: f64, y1: f64, step: f64) -> String {
+    let mut d = String::new();
+    // Lines x = c + (y - y0), for c from x0 - (y1 - y0) to x1, clipped to the box.
+    let mut c = x0 - (y1 - y0) + step / 2.0;
+    while c < x1 {
+        let ya = y0.max(y0 + x0 - c);
+        let yb = y1.min(y0 + x1 - c);
+        if yb > ya {
+            w!(
+                d,
+                "M{} {}L{} {}",
+                px(c + ya - y0),
+                px(ya),
+                px(c + yb - y0),
+                px(yb)
+            );
+        }
+        c += step;
+    }
+    d
+}
+
+/// One hatched band per stuck read across every chart, from when the read was held to the end
+/// of the remedy that healed it (to the end of the chart when none did), with a label.
+fn stuck_bands(s: &mut String, lay: &Layout, scan: &Scan) {
+    let g = &lay.g;
+    let (y0, y1) = (lay.tp_top, lay.mark_top + lay.mark_h);
+    for st in &scan.stuck {
+        let x0 = g.x(st.since_ms);
+        let end = st.healed.as_ref().map_or(g.x_max, |(t, _)| *t);
+        let x1 = g.x(end).max(x0 + 2.0);
+        let names: Vec<&str> = st.partitions.iter().map(|p| short(p)).collect();
+        w!(
+            s,
+            "<g class=\"stuck\"><rect class=\"stuck-band\" data-partitions=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"><title>{}</title></rect><path class=\"stuck-hatch\" d=\"{}\"/>",
+            esc(&names.join(" ")),
+            px(x0),
+            px(y0),
+            px(x1 - x0),
+            px(y1 - y0),
+            esc(&stuck_title(st, &scan.remedies)),
+            hatch(x0, x1, y0, y1, 9.0)
+        );
+        let (tx, anchor) = if g.r() - x0 > 110.0 {
+            (x0 + 4.0, "start")
+        } else {
+            (x0 - 4.0, "end")
+        };
+        w!(
+            s,
+            "<text class=\"stuck-label\" x=\"{}\" y=\"{}\" text-anchor=\"{anchor}\">read-back stuck</text></g>",
+            px(tx),
+            px(y0 + 26.0)
+        );
+    }
+}
+
+/// A mark per remedy tried: a bar from its start to its end at the top of the charts and a
+/// line where it ended, green when every partition was readable after it.
+fn remedy_marks(s: &mut String, lay: &Layout, scan: &Scan) {
+    let g = &lay.g;
+    for r in &scan.remedies {
+        let start = r.t_ms.saturating_sub(r.elapsed_ms);
+        let (xs, xe) = (g.x(start), g.x(r.t_ms));
+        let title = format!(
+            "remedy {} from {} to {} ({}) on {}: {}",
+            r.remedy,
+            fmt_t(start),
+            fmt_t(r.t_ms),
+            fmt_dur(r.elapsed_ms),
+            if r.targets.is_empty() {
+                "-".to_string()
+            } else {
+                r.targets.join(", ")
+            },
+            if r.healed {
+                "healed, every partition readable"
+            } else {
+                "still held"
+            }
+        );
+        w!(
+            s,
+            "<g class=\"remedy {}\" data-remedy=\"{}\"><title>{}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"6\" rx=\"1\"/><line x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{}\"/></g>",
+            if r.healed { "healed" } else { "held" },
+            esc(&r.remedy),
+            esc(&title),
+            px(xs.min(xe - 2.0)),
+            px(lay.tp_top + 2.0),
+            px((xe - xs).max(2.0)),
+            px(lay.tp_top),
+            px(lay.mark_top + lay.mark_h),
+            x = px(xe)
+        );
+    }
 }

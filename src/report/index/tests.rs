@@ -102,3 +102,45 @@ fn index_links_no_address_a_browser_reads_as_another_host() {
     assert_eq!(html.matches("<td><code>").count(), 2, "{html}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 17: a stuck iteration has its own colour and count, and makes the soak stuck unless
+/// another had a violation.
+#[test]
+fn a_stuck_iteration_makes_the_soak_stuck() {
+    let dir = tempdir("stuck");
+    let row = |iteration: u64, status: &str| IndexRow {
+        iteration,
+        seed: iteration,
+        status: status.into(),
+        summary: status.to_uppercase(),
+        seconds: 1.0,
+        run_dir: None,
+        reproduce: format!("pulsar-chaos run s.yaml --seed {iteration}"),
+    };
+    let rows = [row(1, "pass"), row(2, "stuck"), row(3, "inconclusive")];
+    write_index(&dir, "soak of s", &rows).unwrap();
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(
+        html.contains("<section class=\"verdict stuck\"><div class=\"status\">STUCK</div><p class=\"summary\">3 iteration(s): 1 passed, 0 violation(s), 1 inconclusive, 1 stuck; 3.0 s in all.</p>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<a class=\"stuck\" href=\"#iteration-2\""),
+        "{html}"
+    );
+    assert!(
+        html.contains("<span class=\"pill stuck\">stuck</span>"),
+        "{html}"
+    );
+    assert!(html.contains(
+        "<div class=\"card stuck\"><div class=\"n\">1</div><div class=\"l\">stuck</div></div>"
+    ));
+    assert!(html.contains(".strip .stuck{"));
+    let rows = [row(1, "stuck"), row(2, "violation")];
+    write_index(&dir, "soak of s", &rows).unwrap();
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(
+        html.contains("<section class=\"verdict violation\">"),
+        "{html}"
+    );
+}
