@@ -135,11 +135,32 @@ pub async fn apply(
             for p in parts {
                 targets.push(p.partition.clone());
                 answers.push(match admin.unload_topic(&p.partition).await {
-                    Ok(()) => format!("{}: unloaded", p.partition),
+                    Ok(()) => format!(
+                        "{}: unloaded; {}",
+                        p.partition,
+                        load(admin, &p.partition).await
+                    ),
                     Err(e) => format!("{}: {e}", p.partition),
                 });
             }
             (targets, answers)
+        }
+    }
+}
+
+/// Load a partition again after an unload (its stats load it; the transaction-buffer
+/// endpoints answer only for a loaded topic), asked until it answers, at most 60 s.
+async fn load(admin: &Admin, partition: &str) -> String {
+    let started = std::time::Instant::now();
+    let mut backoff =
+        crate::backoff::Backoff::new(Duration::from_millis(200), Duration::from_secs(2));
+    loop {
+        match admin.topic_stats(partition).await {
+            Ok(_) => return format!("loaded again after {}ms", started.elapsed().as_millis()),
+            Err(e) if started.elapsed() >= Duration::from_secs(60) => {
+                return format!("not loaded again within 60s: {e}")
+            }
+            Err(_) => tokio::time::sleep(backoff.next_delay()).await,
         }
     }
 }

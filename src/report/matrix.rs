@@ -67,7 +67,7 @@ pub fn page(m: &Matrix) -> String {
         for (cause, n) in &r.likely_causes {
             w!(
                 h,
-                "<p class=\"note\">{}: known cause named in {n} stalled run(s): {}</p>\n",
+                "<p class=\"note\">{}: known cause named in {n} stalled or stuck run(s): {}</p>\n",
                 esc(&r.version),
                 esc(cause)
             );

@@ -14,7 +14,7 @@ use crate::checker::Verdict;
 use crate::stuck::{RemedyRecord, StuckPartition, StuckReads, StuckTxn};
 
 /// `21:265`, or "not reported".
-fn position(p: Option<(u64, u64)>) -> String {
+fn position(p: Option<(u64, i64)>) -> String {
     p.map_or_else(|| "not reported".to_string(), |(l, e)| format!("{l}:{e}"))
 }
 

@@ -93,7 +93,10 @@ fn a_partition_held_by_an_open_transaction_is_diagnosed_from_pulsars_answers() {
         let (targets, answers) =
             stuck::apply(Remedy::UnloadTopic, &admin, &c.service_url, &parts).await;
         assert_eq!(targets, vec![p0.clone()]);
-        assert!(answers[0].ends_with(": unloaded"), "{answers:?}");
+        assert!(
+            answers[0].contains(": unloaded; loaded again after"),
+            "{answers:?}"
+        );
         let (targets, answers) =
             stuck::apply(Remedy::UnloadCoordinator, &admin, &c.service_url, &parts).await;
         assert_eq!(
@@ -110,10 +113,20 @@ fn a_partition_held_by_an_open_transaction_is_diagnosed_from_pulsars_answers() {
                 .contains("connected to every coordinator again"),
             "{answers:?}"
         );
-        let after = admin
-            .transaction_metadata(txn.most, txn.least)
-            .await
-            .unwrap();
+        // The coordinator and the partition load again on their own; asked until they answer.
+        let mut backoff =
+            pulsar_chaos::backoff::Backoff::new(Duration::from_millis(200), Duration::from_secs(2));
+        let asked = std::time::Instant::now();
+        let after = loop {
+            match admin.transaction_metadata(txn.most, txn.least).await {
+                Ok(m) => break m,
+                Err(e) if asked.elapsed() < Duration::from_secs(120) => {
+                    eprintln!("transactionMetadata not answered yet: {e}");
+                    tokio::time::sleep(backoff.next_delay()).await;
+                }
+                Err(e) => panic!("transactionMetadata never answered: {e}"),
+            }
+        };
         assert_eq!(after.map(|m| m.status).as_deref(), Some("OPEN"));
 
         // Once it is committed, the partition is readable and nothing holds it.

@@ -91,7 +91,7 @@ pub struct RunRecord {
     pub recovery_ms: BTreeMap<String, Vec<u64>>,
     /// Messages committed per second by the producer.
     pub throughput: Option<f64>,
-    /// The known bug a stall's evidence matched, as the verdict names it.
+    /// The known bug a stall's or a stuck read's evidence matched, as the verdict names it.
     pub likely_cause: Option<String>,
     /// Whether the outcome is one the scenario expects on this version (None: no expectation).
     pub as_expected: Option<bool>,
@@ -126,7 +126,11 @@ impl RunRecord {
             missing: v.missing_total,
             recovery_ms,
             throughput,
-            likely_cause: v.stall.as_ref().and_then(|s| s.likely_cause.clone()),
+            likely_cause: v
+                .stall
+                .as_ref()
+                .and_then(|s| s.likely_cause.clone())
+                .or_else(|| v.stuck_reads.as_ref().and_then(|s| s.likely_cause.clone())),
             as_expected: expected.map(|e| outcome.meets(e)),
         }
     }
@@ -392,7 +396,7 @@ impl Matrix {
         for r in &self.rows {
             for (cause, n) in &r.likely_causes {
                 t.push_str(&format!(
-                    "  {} stalls, known cause in {n} run(s): {}\n",
+                    "  {} stalls or stuck reads, known cause in {n} run(s): {}\n",
                     r.version,
                     cause.chars().take(160).collect::<String>()
                 ));

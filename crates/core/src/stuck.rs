@@ -382,7 +382,7 @@ pub fn known_cause(partitions: &[StuckPartition]) -> Option<String> {
         );
     }
     s.push_str(
-        ". No upstream issue describing this was found (related: apache/pulsar#19200, #23550, #26379)",
+        ". No upstream issue describing this was found (related upstream: 19200, 23550, 26379)",
     );
     Some(s)
 }

@@ -246,3 +246,23 @@ fn the_exit_code_is_the_worst_verdict() {
         "only the violation's missing number counts"
     );
 }
+
+#[test]
+fn a_stuck_reads_known_cause_is_counted_like_a_stalls() {
+    let mut v = verdict(&(0..10).collect::<Vec<_>>());
+    v.status = Status::Stuck;
+    v.stuck_reads = Some(crate::stuck::StuckReads {
+        since_ms: 1,
+        detected_ms: 2,
+        waited_s: 260,
+        partitions: Vec::new(),
+        remedies: Vec::new(),
+        likely_cause: Some("the coordinator gave up ending (0,7) ABORTING".into()),
+    });
+    let r = record("4.2.4", 1, &v, None);
+    assert_eq!(r.outcome, Outcome::Stuck);
+    assert_eq!(
+        r.likely_cause.as_deref(),
+        Some("the coordinator gave up ending (0,7) ABORTING")
+    );
+}
