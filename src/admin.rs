@@ -88,7 +88,7 @@ impl BufferState {
             max_read: v
                 .get("maxReadPosition")
                 .and_then(|p| p.as_str())
-                .and_then(crate::stuck::parse_position),
+                .and_then(pulsar_chaos_core::stuck::parse_position),
             open: v.get("ongoingTxnSize").and_then(|n| n.as_u64()),
         }
     }
@@ -395,7 +395,7 @@ impl LedgerState {
         let last_confirmed = v
             .get("lastConfirmedEntry")
             .and_then(|s| s.as_str())
-            .and_then(crate::stuck::parse_position);
+            .and_then(pulsar_chaos_core::stuck::parse_position);
         let ledgers: Vec<(u64, u64)> = v
             .get("ledgers")
             .and_then(|l| l.as_array())

@@ -105,18 +105,7 @@ pub fn validate(raw: ScenarioFile) -> Result<Scenario, Invalid> {
             ));
         }
     }
-    let remedies = raw
-        .remedies
-        .clone()
-        .unwrap_or_else(|| crate::stuck::Remedy::ALL.to_vec());
-    for (i, r) in remedies.iter().enumerate() {
-        if remedies[..i].contains(r) {
-            return Err((
-                vec![key("remedies")],
-                format!("`{r}` is named twice; name each remedy once, in the order to try them"),
-            ));
-        }
-    }
+    let remedies = validate_remedies(raw.remedies.as_deref())?;
     let mut resolved = raw.clone();
     resolved.remedies = Some(remedies.clone());
     resolved.cluster = resolve_cluster_file(&cluster);
@@ -133,6 +122,22 @@ pub fn validate(raw: ScenarioFile) -> Result<Scenario, Invalid> {
         remedies,
         resolved,
     })
+}
+
+/// The remedies to try, in order: all of them when the key is absent; each named once.
+fn validate_remedies(
+    named: Option<&[crate::stuck::Remedy]>,
+) -> Result<Vec<crate::stuck::Remedy>, Invalid> {
+    let remedies = named.map_or_else(|| crate::stuck::Remedy::ALL.to_vec(), <[_]>::to_vec);
+    for (i, r) in remedies.iter().enumerate() {
+        if remedies[..i].contains(r) {
+            return Err((
+                vec![key("remedies")],
+                format!("`{r}` is named twice; name each remedy once, in the order to try them"),
+            ));
+        }
+    }
+    Ok(remedies)
 }
 
 fn validate_cluster(c: &ClusterFile) -> Result<ClusterSpec, Invalid> {
