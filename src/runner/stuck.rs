@@ -216,11 +216,46 @@ fn quote_lines(partitions: &mut [StuckPartition], all: &[(Role, String, String)]
                 lines.extend(log.named.iter().filter(severe).cloned());
             }
         }
-        lines.sort_by(|a, b| (&a.time, &a.file, a.line).cmp(&(&b.time, &b.file, b.line)));
-        lines.dedup_by(|a, b| a.file == b.file && a.line == b.line);
-        lines.truncate(LINES_PER_PARTITION);
-        p.broker_lines = lines;
+        p.broker_lines = pick_lines(lines, &local);
     }
+}
+
+/// The lines to quote under a partition, at most `LINES_PER_PARTITION`: first the earliest
+/// line of each step of the known pattern (`stuck::PATTERN`), then the lines naming the
+/// partition, then the rest; shown in time order.
+fn pick_lines(mut lines: Vec<BrokerLine>, local: &str) -> Vec<BrokerLine> {
+    let by_time = |a: &BrokerLine, b: &BrokerLine| {
+        (&a.time, &a.file, a.line).cmp(&(&b.time, &b.file, b.line))
+    };
+    lines.sort_by(by_time);
+    lines.dedup_by(|a, b| a.file == b.file && a.line == b.line);
+    let mut picked: Vec<BrokerLine> = Vec::new();
+    let take = |l: &BrokerLine, picked: &mut Vec<BrokerLine>| {
+        if picked.len() < LINES_PER_PARTITION
+            && !picked.iter().any(|p| p.file == l.file && p.line == l.line)
+        {
+            picked.push(l.clone());
+        }
+    };
+    // The coordinator's giving up names a transaction, not the partition.
+    let gave_up = stuck::PATTERN[3];
+    for key in stuck::PATTERN {
+        if let Some(l) = lines.iter().find(|l| {
+            l.message.contains(key) && (key == gave_up || names_partition(&l.message, local))
+        }) {
+            take(l, &mut picked);
+        }
+    }
+    for naming in [true, false] {
+        for l in lines
+            .iter()
+            .filter(|l| names_partition(&l.message, local) == naming)
+        {
+            take(l, &mut picked);
+        }
+    }
+    picked.sort_by(by_time);
+    picked
 }
 
 /// Whether a line names this partition (`t-partition-1`, not `t-partition-10`).
@@ -236,6 +271,50 @@ fn names_partition(message: &str, local: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::names_partition;
+
+    #[test]
+    fn the_known_patterns_lines_are_quoted_first() {
+        use super::pick_lines;
+        use crate::brokerlog::BrokerLine;
+        let l = |n: u64, message: &str| BrokerLine {
+            node: "broker-1".into(),
+            file: "logs/broker-1.log".into(),
+            line: n,
+            level: "ERROR".into(),
+            time: format!("2026-12-01T00:50:{:02},000", n % 60),
+            message: message.into(),
+        };
+        // Many early lines about other partitions, then the pattern on t-partition-1.
+        let mut lines: Vec<BrokerLine> = (0..20)
+            .map(|i| {
+                l(
+                    i,
+                    "handleEndTxnOnPartition fail!, topic t-partition-0, txnId: [(0,1)]",
+                )
+            })
+            .collect();
+        lines.push(l(40, "Closing topic t-partition-1 due to read transaction buffer snapshot while recovering the transaction buffer throw exception"));
+        lines.push(l(
+            41,
+            "handleEndTxnOnPartition fail!, topic t-partition-1, txnId: [(0,1)]",
+        ));
+        lines.push(l(
+            42,
+            "[t-partition-1] Got end txn on topic response for request 3 error UnknownError",
+        ));
+        lines.push(l(43, "End transaction fail! TxnId : (0,1), TxnAction : 1"));
+        let picked = pick_lines(lines, "t-partition-1");
+        assert_eq!(picked.len(), super::LINES_PER_PARTITION);
+        let numbers: Vec<u64> = picked.iter().map(|p| p.line).collect();
+        for n in [40, 41, 42, 43] {
+            assert!(numbers.contains(&n), "{numbers:?}");
+        }
+        // Time order.
+        assert!(
+            picked.windows(2).all(|w| w[0].time <= w[1].time),
+            "{numbers:?}"
+        );
+    }
 
     #[test]
     fn a_partition_is_named_whole() {

@@ -177,6 +177,12 @@ impl StuckPartition {
             .collect();
         if ending.is_empty() {
             s.push_str("; no coordinator reports a transaction naming it");
+        } else if ending.len() > 5 {
+            s.push_str(&format!(
+                "; coordinator: {} and {} more",
+                ending[..5].join(", "),
+                ending.len() - 5
+            ));
         } else {
             s.push_str(&format!("; coordinator: {}", ending.join(", ")));
         }
@@ -335,19 +341,26 @@ pub fn parse_position(s: &str) -> Option<(u64, i64)> {
     Some((l.trim().parse().ok()?, e.trim().parse().ok()?))
 }
 
+/// The key phrases of the known pattern, in the order the broker logs them: the partition's
+/// buffer failing its recovery, the partition failing END_TXN_ON_PARTITION, the coordinator
+/// reading the answer as `UnknownError`, the coordinator giving up.
+pub const PATTERN: [&str; 4] = [
+    "while recovering the transaction buffer",
+    "handleEndTxnOnPartition fail",
+    "error UnknownError",
+    "End transaction fail",
+];
+
 /// The known pattern the evidence matches, in plain words: the coordinator gave up ending a
-/// transaction on a partition (`TransactionMetadataStoreService`: "End transaction fail!")
-/// after the partition failed END_TXN_ON_PARTITION (`handleEndTxnOnPartition fail`), typically
-/// with a managed-ledger error ("has already been closed") while the partition was unloaded,
-/// and the transaction stays COMMITTING or ABORTING with that partition not ended.
+/// transaction (`TransactionMetadataStoreService`: "End transaction fail!") after a partition
+/// failed END_TXN_ON_PARTITION (`ServerCnx`: "handleEndTxnOnPartition fail!"), typically because
+/// its transaction buffer failed to recover (a managed ledger closed by an unload, a snapshot
+/// read that timed out), and the transaction stays COMMITTING or ABORTING with that partition
+/// not ended.
 pub fn known_cause(partitions: &[StuckPartition]) -> Option<String> {
     let lines: Vec<&BrokerLine> = partitions.iter().flat_map(|p| &p.broker_lines).collect();
-    let gave_up = lines
-        .iter()
-        .find(|l| l.message.contains("End transaction fail"))?;
-    let failed_on_partition = lines
-        .iter()
-        .find(|l| l.message.contains("handleEndTxnOnPartition fail"));
+    let first = |key: &str| lines.iter().find(|l| l.message.contains(key)).copied();
+    let gave_up = first(PATTERN[3])?;
     let ending: Vec<&StuckTxn> = partitions
         .iter()
         .flat_map(|p| &p.txns)
@@ -356,33 +369,45 @@ pub fn known_cause(partitions: &[StuckPartition]) -> Option<String> {
     if ending.is_empty() {
         return None;
     }
+    let named: Vec<String> = ending
+        .iter()
+        .take(5)
+        .map(|t| format!("{} {}", t.txn, t.status))
+        .collect();
+    let more = if ending.len() > 5 {
+        format!(" and {} more", ending.len() - 5)
+    } else {
+        String::new()
+    };
+    let quote = |l: &BrokerLine| format!("{}: {}", l.place(), cut(&l.message, 200));
     let mut s = format!(
-        "the coordinator gave up ending {} ({}: {})",
-        ending
-            .iter()
-            .map(|t| format!("{} {}", t.txn, t.status))
-            .collect::<Vec<_>>()
-            .join(", "),
-        gave_up.place(),
-        cut(&gave_up.message, 160)
+        "the coordinator gave up ending {}{more} ({})",
+        named.join(", "),
+        quote(gave_up)
     );
-    if let Some(f) = failed_on_partition {
+    if let Some(f) = first(PATTERN[1]) {
         s.push_str(&format!(
-            " after a partition failed END_TXN_ON_PARTITION ({}: {})",
-            f.place(),
-            cut(&f.message, 160)
+            " after a partition failed END_TXN_ON_PARTITION ({})",
+            quote(f)
         ));
     }
-    if lines
-        .iter()
-        .any(|l| l.message.contains("has already been closed"))
-    {
-        s.push_str(
-            "; the partition's managed ledger had been closed under it (an unload), the broker maps that ManagedLedgerException to UnknownError, which the coordinator does not retry, and the partition's buffer has no timeout of its own",
-        );
+    if let Some(r) = first(PATTERN[0]) {
+        // The exception the recovery failed with is what tells one case from another.
+        let why = r.message.split(" | ").nth(1).unwrap_or(&r.message);
+        s.push_str(&format!(
+            "; that partition's transaction buffer had failed to recover ({}: {})",
+            r.place(),
+            cut(why, 200)
+        ));
+    }
+    if let Some(u) = first(PATTERN[2]) {
+        s.push_str(&format!(
+            "; the coordinator got UnknownError ({}), which it does not retry",
+            u.place()
+        ));
     }
     s.push_str(
-        ". No upstream issue describing this was found (related upstream: 19200, 23550, 26379)",
+        "; the partition's buffer has no timeout of its own, so it waits for the coordinator for ever. No upstream issue describing this was found (related upstream: 19200, 23550, 26379)",
     );
     Some(s)
 }

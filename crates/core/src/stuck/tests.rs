@@ -143,31 +143,57 @@ fn the_coordinator_giving_up_is_named_with_its_lines() {
         None,
         "no lines, no cause"
     );
+    // As 4.2.4 logged it (mixed.yaml, seed 13): recovery failed, END_TXN_ON_PARTITION failed,
+    // UnknownError, the coordinator gave up.
     p.broker_lines = vec![
-        line("logs/broker-1.log", 10, "ManagedLedgerImpl: [public/default/persistent/t-partition-0] has already been closed"),
-        line("logs/broker-1.log", 11, "ServerCnx: handleEndTxnOnPartition fail!, topic t-partition-0, txnId: (0,1067)"),
-        line("logs/broker-2.log", 40, "TransactionMetadataStoreService: End transaction fail! TxnId : (0,1067), TxnAction : 1"),
+        line("logs/broker-1.log", 2494, "TopicTransactionBuffer: Closing topic persistent://public/default/t-partition-0 due to read transaction buffer snapshot while recovering the transaction buffer throw exception | java.util.concurrent.TimeoutException"),
+        line("logs/broker-1.log", 2518, "ServerCnx: handleEndTxnOnPartition fail!, topic persistent://public/default/t-partition-0, txnId: [(0,1067)], txnAction: [ABORT]"),
+        line("logs/broker-1.log", 2579, "TransactionBufferHandlerImpl: [persistent://public/default/t-partition-0] Got end txn on topic response for request 3739 error UnknownError"),
+        line("logs/broker-1.log", 2628, "TransactionMetadataStoreService: End transaction fail! TxnId : (0,1067), TxnAction : 1"),
     ];
     let c = known_cause(std::slice::from_ref(&p)).unwrap();
     assert!(
-        c.starts_with("the coordinator gave up ending (0,1067) ABORTING (logs/broker-2.log:40"),
+        c.starts_with("the coordinator gave up ending (0,1067) ABORTING (logs/broker-1.log:2628"),
         "{c}"
     );
     assert!(
-        c.contains("failed END_TXN_ON_PARTITION (logs/broker-1.log:11"),
+        c.contains("failed END_TXN_ON_PARTITION (logs/broker-1.log:2518"),
         "{c}"
     );
     assert!(
-        c.contains("has been closed under it") || c.contains("had been closed under it"),
+        c.contains("failed to recover (logs/broker-1.log:2494"),
+        "{c}"
+    );
+    assert!(c.contains("TimeoutException"), "{c}");
+    assert!(
+        c.contains("got UnknownError (logs/broker-1.log:2579), which it does not retry"),
         "{c}"
     );
     assert!(
         c.contains("No upstream issue describing this was found"),
         "{c}"
     );
-    // The same lines with the transaction already ended: not this pattern.
+    // The coordinator's line alone names the pattern too.
+    p.broker_lines
+        .retain(|l| l.message.contains("End transaction fail"));
+    assert!(known_cause(std::slice::from_ref(&p)).is_some());
+    // The same lines with the transaction no longer being ended: not this pattern.
     p.txns = vec![txn("(0,1067)", "OPEN", None)];
     assert_eq!(known_cause(std::slice::from_ref(&p)), None);
+}
+
+#[test]
+fn many_transactions_are_named_five_and_counted() {
+    let txns: Vec<StuckTxn> = (0..8)
+        .map(|i| txn(&format!("(0,{i})"), "ABORTING", Some(false)))
+        .collect();
+    let p = partition(Some(8), Some((21, 265)), txns);
+    let d = p.describe();
+    assert!(
+        d.contains("(0,4) ABORTING for 380s (not ended here) and 3 more"),
+        "{d}"
+    );
+    assert!(!d.contains("(0,5)"), "{d}");
 }
 
 #[test]
