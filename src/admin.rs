@@ -434,6 +434,9 @@ pub struct TxnReport {
     pub status: String,
     #[serde(default)]
     pub open_timestamp: Option<u64>,
+    /// The transaction's timeout in ms (a duration, despite the name).
+    #[serde(default)]
+    pub timeout_at: Option<u64>,
     /// Partition -> its buffer's view of the transaction.
     #[serde(default)]
     pub produced_partitions: BTreeMap<String, InBuffer>,

@@ -104,15 +104,6 @@ pub fn reproduce_command(scenario_file: &Path, seed: u64) -> String {
     format!("pulsar-chaos run {} --seed {seed}", scenario_file.display())
 }
 
-/// How long the read-back waits for the transactions left open on the topic to end. The
-/// coordinator aborts them once they time out, but after broker and ZooKeeper restarts it took
-/// minutes to reach every partition (two soak iterations of `mixed` were inconclusive with
-/// the earlier `txn_timeout + 30s`; the transactions had ended minutes later). Waiting is by
-/// condition: a healthy run stops waiting as soon as nothing is open.
-pub fn settle_cap(txn_timeout: Duration) -> Duration {
-    txn_timeout + Duration::from_secs(240)
-}
-
 /// Run a scenario from the start.
 pub async fn run(req: Request) -> Result<Outcome> {
     let run_id = crate::rundir::new_run_id();

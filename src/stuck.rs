@@ -76,6 +76,7 @@ fn naming(txns: &[TxnReport], partition: &str, now_wall_ms: u64) -> Vec<StuckTxn
             txn: t.txn_id.clone(),
             status: t.status.clone(),
             age_ms: t.open_timestamp.map(|o| now_wall_ms.saturating_sub(o)),
+            timeout_ms: t.timeout_at,
             partitions: t
                 .produced_partitions
                 .iter()
@@ -260,6 +261,7 @@ mod tests {
             txn: id.into(),
             status: status.into(),
             age_ms: None,
+            timeout_ms: None,
             partitions: Vec::new(),
         };
         let p = StuckPartition {

@@ -30,7 +30,7 @@ use crate::workload::{self, Producer, Stats};
 use super::env::Env;
 use super::logs::{quote_broker_log, save_logs, stall_logs, StallLogs};
 use super::resume::{next_attempt, remaining_plan};
-use super::{faults, settle_cap, Outcome, Request};
+use super::{faults, Outcome, Request};
 
 /// The run's steps, each a function of this module (the faults' tasks are in `faults`).
 pub(super) async fn execute(
@@ -436,7 +436,7 @@ async fn settle_and_read(
         .await
         .map_err(|e| Error::Pulsar(e.to_string()))?;
     client.close_all().await;
-    let settle = settle_cap(w.txn_timeout);
+    let settle = w.settle_timeout;
     let mut incomplete = None;
     let mut stuck_reads = None;
     match crate::readback::wait_settled(admin, &parts, settle).await {

@@ -233,3 +233,89 @@ fn a_broker_kill_with_unloads_ends_in_a_complete_verdict_or_a_named_stuck_partit
         other => panic!("unexpected ending {other:?}:\n{t}"),
     }
 }
+
+/// The whole path end to end, deterministically: another client's transaction, open for ten
+/// minutes, holds partition 0 of the workload's topic. With `settle_timeout: 5s` the harness's
+/// wait runs out; it must diagnose the partition from Pulsar's answers, try its remedies (and
+/// never end a transaction that is not being ended), record each step, and not blame Pulsar: the
+/// hold is legitimate, so the run is inconclusive and names the transaction.
+#[test]
+fn a_read_held_by_another_clients_open_transaction_is_diagnosed_and_not_blamed_on_pulsar() {
+    let dir = tmpdir("held-by-another");
+    rt().block_on(async {
+        let tc = TestCluster::start(Topology::Standalone, 1, 1).await;
+        let c = &tc.cluster;
+        let admin = Admin::new(&c.admin_url);
+        let topic = format!("persistent://public/default/other-{}", rand_id());
+        admin.create_partitioned_topic(&topic, 2).await.unwrap();
+        let p0 = format!("{topic}-partition-0");
+        let client: Arc<Client> = Client::new(&c.service_url, Duration::from_secs(30));
+        let tcs = Coordinators::discover(client.clone()).await.unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        tcs.connect_all(deadline).await.unwrap();
+        let txn = tcs.new_txn(Duration::from_secs(600), deadline).await.unwrap();
+        tcs.add_partitions(txn, std::slice::from_ref(&p0), deadline)
+            .await
+            .unwrap();
+        let producer = PartitionProducer::new(client.clone(), &p0, "other-client", true);
+        producer
+            .send(Some(txn), b"another client's message".to_vec(), Duration::from_secs(30))
+            .await
+            .unwrap();
+
+        let yaml = format!(
+            "name: held-by-another\ncluster: {{ service_url: {}, admin_url: {} }}\nworkload:\n  topic: {topic}\n  unique_topic: false\n  partitions: 2\n  messages: 2000\n  txn_size: 100\n  concurrency: 2\n  txn_timeout: 10s\n  settle_timeout: 5s\nremedies: [re-end, unload-topic]\n",
+            c.service_url, c.admin_url
+        );
+        let scenario = write(&dir, "held.yaml", &yaml);
+        let o = tokio::task::spawn_blocking(move || run_scenario(&scenario, 1, scenario.parent().unwrap(), &[]))
+            .await
+            .unwrap();
+        let t = text(&o);
+        let run_dir = run_dir_of(&t);
+        let v = verdict(&run_dir);
+        assert_eq!(o.status.code(), Some(4), "{t}");
+        assert_eq!(v["status"], "inconclusive", "{v}");
+        // Partition 1 (the odd numbers) was read; partition 0 is held behind the other
+        // transaction's message.
+        assert_eq!(v["distinct"], 1000, "{v}");
+        let s = &v["stuck_reads"];
+        let parts = s["partitions"].as_array().unwrap();
+        assert_eq!(parts.len(), 1, "{s}");
+        let p = &parts[0];
+        assert_eq!(p["partition"], p0.as_str(), "{p}");
+        assert_eq!(p["open"], 1, "{p}");
+        let other = p["txns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["txn"] == txn.to_string().as_str())
+            .unwrap_or_else(|| panic!("the other client's transaction is not named: {p}"));
+        assert_eq!(other["status"], "OPEN", "{other}");
+        assert_eq!(other["timeout_ms"], 600_000, "{other}");
+        // Both remedies tried, neither healed it, and re-end left the OPEN transaction alone.
+        let remedies = s["remedies"].as_array().unwrap();
+        let names: Vec<&str> = remedies.iter().map(|r| r["remedy"].as_str().unwrap()).collect();
+        assert_eq!(names, ["re-end", "unload-topic"], "{s}");
+        assert!(remedies.iter().all(|r| r["healed"] == false), "{s}");
+        assert!(remedies[0]["answers"][0].as_str().unwrap().contains("nothing to end again"), "{s}");
+        let notes: Vec<&str> = v["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+        assert!(
+            notes.iter().any(|n| n.contains("still open within their timeout") && n.contains(&txn.to_string())),
+            "{notes:?}"
+        );
+        // Recorded in the history and shown in the CLI and the report.
+        let h = history(&run_dir);
+        assert_eq!(h.iter().filter(|e| e["event"] == "read_stuck").count(), 1);
+        assert_eq!(h.iter().filter(|e| e["event"] == "remedy_tried").count(), 2);
+        assert!(t.contains("stuck partition 0: "), "{t}");
+        let html = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
+        assert!(html.contains("Stuck reads") && html.contains("stuck-band"), "no panel or band");
+        // The other client's transaction is still OPEN: the harness decided nothing for it.
+        let m = admin.transaction_metadata(txn.most, txn.least).await.unwrap();
+        assert_eq!(m.map(|m| m.status).as_deref(), Some("OPEN"));
+        let tcs = Coordinators::discover(client.clone()).await.unwrap();
+        tcs.end_txn(txn, TxnAction::Abort).await.unwrap();
+        client.close_all().await;
+    });
+}

@@ -70,6 +70,9 @@ pub struct StuckTxn {
     /// How long it had been open when the harness asked (ms), from the coordinator's
     /// `openTimestamp`.
     pub age_ms: Option<u64>,
+    /// Its timeout (ms), as the coordinator reports it (`timeoutAt`, a duration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
     /// Every partition it wrote to, with whether that partition's buffer ended it (`aborted`
     /// of `producedPartitions`; Pulsar reports only the aborted flag).
     pub partitions: Vec<TxnPartition>,
@@ -79,6 +82,14 @@ impl StuckTxn {
     /// Whether the coordinator is ending it (and so should have told every partition).
     pub fn ending(&self) -> bool {
         matches!(self.status.as_str(), "COMMITTING" | "ABORTING")
+    }
+
+    /// OPEN and not yet past its timeout: it holds the partition legitimately (another client's
+    /// transaction, or a wait shorter than the transactions' timeout), so the hold is no
+    /// evidence of anything wrong in Pulsar. Unknown age or timeout: not within.
+    pub fn within_timeout(&self) -> bool {
+        self.status == "OPEN"
+            && matches!((self.age_ms, self.timeout_ms), (Some(a), Some(t)) if a < t)
     }
 }
 
@@ -122,10 +133,14 @@ impl StuckPartition {
     /// Pulsar's own answers say this partition is held: the buffer reports transactions open
     /// with its read position before the ledger's end, or a coordinator reports a transaction
     /// naming it still COMMITTING or ABORTING.
+    ///
+    /// A buffer held while a transaction naming the partition is OPEN within its timeout is
+    /// not evidence: that transaction may legitimately hold it.
     pub fn has_evidence(&self) -> bool {
         let buffer_held = matches!(self.open, Some(n) if n > 0)
             && matches!((self.max_read, self.last_confirmed), (Some(m), Some(l)) if m < l);
-        buffer_held || self.txns.iter().any(StuckTxn::ending)
+        let legitimately = self.txns.iter().any(StuckTxn::within_timeout);
+        (buffer_held && !legitimately) || self.txns.iter().any(StuckTxn::ending)
     }
 
     /// "partition 0: 64766 entries behind maxReadPosition 21:265 (lastConfirmedEntry 34:3961),
@@ -163,10 +178,15 @@ impl StuckPartition {
                     .iter()
                     .find(|p| p.partition == self.partition)
                     .and_then(|p| p.aborted);
-                let age = t
-                    .age_ms
-                    .map(|a| format!(" for {}s", a / 1000))
-                    .unwrap_or_default();
+                let age = match (t.age_ms, t.within_timeout()) {
+                    (Some(a), true) => format!(
+                        " for {}s (within its {}s timeout)",
+                        a / 1000,
+                        t.timeout_ms.unwrap_or(0) / 1000
+                    ),
+                    (Some(a), false) => format!(" for {}s", a / 1000),
+                    (None, _) => String::new(),
+                };
                 let here = match here {
                     Some(true) => " (ended here)",
                     Some(false) => " (not ended here)",
@@ -227,6 +247,24 @@ pub struct StuckReads {
 }
 
 impl StuckReads {
+    /// Transactions OPEN within their timeout that name a held partition (`(0,1) OPEN, 5s of
+    /// 600s`).
+    pub fn open_within_timeout(&self) -> Vec<String> {
+        self.partitions
+            .iter()
+            .flat_map(|p| &p.txns)
+            .filter(|t| t.within_timeout())
+            .map(|t| {
+                format!(
+                    "{} OPEN, {}s of {}s",
+                    t.txn,
+                    t.age_ms.unwrap_or(0) / 1000,
+                    t.timeout_ms.unwrap_or(0) / 1000
+                )
+            })
+            .collect()
+    }
+
     /// Pulsar's answers say at least one partition is held (see `StuckPartition::has_evidence`).
     pub fn has_evidence(&self) -> bool {
         self.partitions.iter().any(StuckPartition::has_evidence)

@@ -36,6 +36,7 @@ pub(in crate::report) fn stuck_reads() -> StuckReads {
             txn: "(0,1067)".into(),
             status: "ABORTING".into(),
             age_ms: Some(380_000),
+            timeout_ms: None,
             partitions: vec![
                 TxnPartition {
                     partition: HELD.into(),

@@ -78,7 +78,13 @@ where
 /// (then nothing is claimed about Pulsar: the run stays inconclusive).
 fn stuck_finding(ctx: &Context, notes: &mut Vec<String>) -> Option<crate::stuck::StuckReads> {
     let s = ctx.stuck_reads.clone()?;
-    if !s.has_evidence() {
+    let legit = s.open_within_timeout();
+    if !s.has_evidence() && !legit.is_empty() {
+        notes.push(format!(
+            "the read-back was held by transaction(s) still open within their timeout ({}): another client's, or a settle_timeout shorter than the transactions' timeout; no liveness finding is made",
+            legit.join(", ")
+        ));
+    } else if !s.has_evidence() {
         let errors: Vec<&str> = s
             .partitions
             .iter()

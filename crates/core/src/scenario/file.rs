@@ -93,6 +93,8 @@ pub struct WorkloadFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stall_timeout: Option<Dur>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle_timeout: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deduplication: Option<bool>,
 }
 

@@ -179,6 +179,9 @@ pub struct Workload {
     /// producer starts: a SEND whose sequence id is not above the last one persisted for its
     /// producer name is then dropped (its receipt names message id -1:-1).
     pub deduplication: bool,
+    /// How long the read-back waits for open transactions after every fault healed before the
+    /// read is called held (stuck reads); default `txn_timeout` + 240 s.
+    pub settle_timeout: Duration,
 }
 
 impl Workload {

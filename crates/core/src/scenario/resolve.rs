@@ -51,6 +51,7 @@ pub(super) fn resolve_workload_file(w: &Workload) -> WorkloadFile {
         op_timeout: Some(Dur(w.op_timeout)),
         deadline: Some(Dur(w.deadline)),
         stall_timeout: Some(Dur(w.stall_timeout.unwrap_or(Duration::ZERO))),
+        settle_timeout: Some(Dur(w.settle_timeout)),
         deduplication: Some(w.deduplication),
     }
 }

@@ -436,3 +436,27 @@ fn remedies_default_to_all_in_order_and_can_be_turned_off() {
     let (_, _, m) = error_of(&format!("{SMOKE}remedies: [re-end, re-end]\n"));
     assert!(m.contains("named twice"), "{m}");
 }
+
+/// Regression: the read-back gave up after `txn_timeout + 30s` while the coordinator was
+/// still ending transactions after restarts, which made healthy runs inconclusive.
+#[test]
+fn the_settle_timeout_leaves_the_coordinator_minutes_after_the_transaction_timeout() {
+    let s = parse("smoke.yaml", SMOKE).unwrap();
+    assert_eq!(
+        s.workload.settle_timeout,
+        s.workload.txn_timeout + Duration::from_secs(240)
+    );
+    let text = SMOKE.replace(
+        "  concurrency: 4\n",
+        "  concurrency: 4\n  settle_timeout: 15s\n",
+    );
+    let s = parse("s.yaml", &text).unwrap();
+    assert_eq!(s.workload.settle_timeout, Duration::from_secs(15));
+    let again = parse("s.yaml", &s.resolved_yaml()).unwrap();
+    assert_eq!(again.workload.settle_timeout, Duration::from_secs(15));
+    let (_, _, m) = error_of(&SMOKE.replace(
+        "  concurrency: 4\n",
+        "  concurrency: 4\n  settle_timeout: 0s\n",
+    ));
+    assert!(m.contains("at least 1s"), "{m}");
+}

@@ -357,6 +357,17 @@ fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
         return err(&["workload", "deadline"], "must be at least 1s");
     }
     let stall_timeout = validate_stall_timeout(w.stall_timeout)?;
+    // The coordinator aborts what is left open once it times out, but after broker and
+    // ZooKeeper restarts that took minutes to reach every partition (two soak iterations of
+    // `mixed` were inconclusive with `txn_timeout + 30s`; the transactions ended minutes
+    // later). The wait is by condition: a healthy run stops waiting as soon as nothing is open.
+    let settle_timeout = w
+        .settle_timeout
+        .map(|d| d.0)
+        .unwrap_or(txn_timeout + Duration::from_secs(240));
+    if settle_timeout < Duration::from_secs(1) {
+        return err(&["workload", "settle_timeout"], "must be at least 1s");
+    }
     Ok(Workload {
         topic,
         unique_topic: w.unique_topic.unwrap_or(true),
@@ -375,6 +386,7 @@ fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
         deadline,
         stall_timeout,
         deduplication: w.deduplication.unwrap_or(false),
+        settle_timeout,
     })
 }
 

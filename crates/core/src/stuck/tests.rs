@@ -16,6 +16,7 @@ fn txn(id: &str, status: &str, here_aborted: Option<bool>) -> StuckTxn {
         txn: id.into(),
         status: status.into(),
         age_ms: Some(380_000),
+        timeout_ms: Some(20_000),
         partitions: vec![
             TxnPartition {
                 partition: "persistent://public/default/t-partition-0".into(),
@@ -272,4 +273,53 @@ fn held_since_is_the_first_end_request_of_a_holding_transaction() {
         200
     );
     assert_eq!(held_since(events, &["(1,1)".to_string()], 999), 999);
+}
+
+#[test]
+fn a_transaction_open_within_its_timeout_is_no_evidence() {
+    let mut open = txn("(0,9)", "OPEN", Some(false));
+    open.age_ms = Some(5_000);
+    open.timeout_ms = Some(600_000);
+    assert!(open.within_timeout());
+    // The buffer is held, but by a transaction that may hold it: nothing to blame Pulsar for.
+    let p = partition(Some(1), Some((21, 265)), vec![open.clone()]);
+    assert!(!p.has_evidence());
+    assert!(
+        p.describe()
+            .contains("(0,9) OPEN for 5s (within its 600s timeout)"),
+        "{}",
+        p.describe()
+    );
+    let s = StuckReads {
+        since_ms: 0,
+        detected_ms: 1,
+        waited_s: 10,
+        partitions: vec![p],
+        remedies: Vec::new(),
+        likely_cause: None,
+    };
+    assert_eq!(
+        s.open_within_timeout(),
+        vec!["(0,9) OPEN, 5s of 600s".to_string()]
+    );
+    // Past its timeout it is evidence again (the coordinator should have aborted it).
+    let mut late = open.clone();
+    late.age_ms = Some(700_000);
+    assert!(!late.within_timeout());
+    assert!(partition(Some(1), Some((21, 265)), vec![late]).has_evidence());
+    // Unknown timeout: not within (the buffer's numbers stand).
+    let mut unknown = open;
+    unknown.timeout_ms = None;
+    assert!(partition(Some(1), Some((21, 265)), vec![unknown]).has_evidence());
+    // A transaction being ended beside it is evidence whatever the open one does.
+    let mut both = partition(
+        Some(2),
+        Some((21, 265)),
+        vec![txn("(0,1)", "ABORTING", Some(false))],
+    );
+    let mut o = txn("(0,9)", "OPEN", None);
+    o.age_ms = Some(1);
+    o.timeout_ms = Some(600_000);
+    both.txns.push(o);
+    assert!(both.has_evidence());
 }
