@@ -77,7 +77,11 @@ fn a_partition_held_by_an_open_transaction_is_diagnosed_from_pulsars_answers() {
         assert!(t.age_ms.is_some_and(|a| a < 600_000), "{t:?}");
         assert_eq!(t.partitions.len(), 1, "{t:?}");
         assert_eq!(t.partitions[0].partition, p0);
-        assert!(p.has_evidence(), "the buffer's own numbers are evidence");
+        // Held, but by a transaction OPEN within its timeout: no evidence against Pulsar.
+        assert!(
+            !p.has_evidence(),
+            "an OPEN transaction within its timeout may hold it"
+        );
         assert!(
             p.describe()
                 .starts_with("partition 0: 5 entries behind maxReadPosition"),
@@ -150,21 +154,12 @@ fn a_partition_held_by_an_open_transaction_is_diagnosed_from_pulsars_answers() {
 #[test]
 fn a_broker_kill_with_unloads_ends_in_a_complete_verdict_or_a_named_stuck_partition() {
     let dir = tmpdir("stuck-reads");
-    let original = std::fs::read_to_string(concat!(
+    // A cluster topology publishes no ports (its brokers are reached on their own addresses),
+    // so the bundled file runs as it is.
+    let scenario = std::path::PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/scenarios/stuck-reads.yaml"
-    ))
-    .unwrap();
-    let (b, h) = free_ports();
-    let yaml = original.replace(
-        "  topology: cluster\n",
-        &format!("  topology: cluster\n  binary_port: {b}\n  http_port: {h}\n"),
-    );
-    assert_ne!(
-        yaml, original,
-        "the scenario's cluster section changed shape"
-    );
-    let scenario = write(&dir, "stuck.yaml", &yaml);
+    ));
     let o = run_scenario(&scenario, 1, &dir, &[]);
     let t = text(&o);
     let run_dir = run_dir_of(&t);
@@ -293,12 +288,8 @@ fn a_read_held_by_another_clients_open_transaction_is_diagnosed_and_not_blamed_o
             .unwrap_or_else(|| panic!("the other client's transaction is not named: {p}"));
         assert_eq!(other["status"], "OPEN", "{other}");
         assert_eq!(other["timeout_ms"], 600_000, "{other}");
-        // Both remedies tried, neither healed it, and re-end left the OPEN transaction alone.
-        let remedies = s["remedies"].as_array().unwrap();
-        let names: Vec<&str> = remedies.iter().map(|r| r["remedy"].as_str().unwrap()).collect();
-        assert_eq!(names, ["re-end", "unload-topic"], "{s}");
-        assert!(remedies.iter().all(|r| r["healed"] == false), "{s}");
-        assert!(remedies[0]["answers"][0].as_str().unwrap().contains("nothing to end again"), "{s}");
+        // No remedy is tried on a hold that is no anomaly: the harness leaves the topic alone.
+        assert!(s["remedies"].as_array().unwrap().is_empty(), "{s}");
         let notes: Vec<&str> = v["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
         assert!(
             notes.iter().any(|n| n.contains("still open within their timeout") && n.contains(&txn.to_string())),
@@ -307,7 +298,7 @@ fn a_read_held_by_another_clients_open_transaction_is_diagnosed_and_not_blamed_o
         // Recorded in the history and shown in the CLI and the report.
         let h = history(&run_dir);
         assert_eq!(h.iter().filter(|e| e["event"] == "read_stuck").count(), 1);
-        assert_eq!(h.iter().filter(|e| e["event"] == "remedy_tried").count(), 2);
+        assert_eq!(h.iter().filter(|e| e["event"] == "remedy_tried").count(), 0);
         assert!(t.contains("stuck partition 0: "), "{t}");
         let html = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
         assert!(html.contains("Stuck reads") && html.contains("stuck-band"), "no panel or band");
