@@ -191,16 +191,21 @@ pub async fn held_now(admin: &Admin, targets: &[(String, Until)]) -> Vec<(String
     held
 }
 
+/// Each partition, to be waited for until nothing is open on it.
+pub fn nothing_open<'a>(partitions: impl IntoIterator<Item = &'a String>) -> Vec<(String, Until)> {
+    partitions
+        .into_iter()
+        .map(|t| (t.clone(), Until::NothingOpen))
+        .collect()
+}
+
 /// `wait_readable` for every partition of a topic, nothing open.
 pub async fn wait_settled(
     admin: &Admin,
     partitions: &[(String, i32)],
     max: Duration,
 ) -> Result<Duration, String> {
-    let targets: Vec<(String, Until)> = partitions
-        .iter()
-        .map(|(t, _)| (t.clone(), Until::NothingOpen))
-        .collect();
+    let targets = nothing_open(partitions.iter().map(|(t, _)| t));
     wait_readable(admin, &targets, max).await
 }
 

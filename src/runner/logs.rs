@@ -100,7 +100,7 @@ fn broker_log_of(
     history_path: &Path,
     topic: &str,
 ) -> Vec<crate::brokerlog::TxnLog> {
-    use crate::brokerlog::{self, LogFile, WallClock};
+    use crate::brokerlog::{self, WallClock};
     if verdict.attempts.is_empty() {
         return Vec::new();
     }
@@ -109,6 +109,17 @@ fn broker_log_of(
         Err(_) => WallClock::default(),
     };
     let txns = brokerlog::queries(verdict.attempts.iter().filter_map(|a| a.opened()), &clock);
+    scan_brokers(all, &txns, topic)
+}
+
+/// `brokerlog::scan` over the brokers' logs as `save_logs` returned them (each quoted by its
+/// file in the run directory, `logs/<node>.log`).
+pub(super) fn scan_brokers(
+    all: &[(Role, String, String)],
+    txns: &std::collections::BTreeMap<crate::history::TxnId, Vec<(u64, u64)>>,
+    topic: &str,
+) -> Vec<crate::brokerlog::TxnLog> {
+    use crate::brokerlog::{self, LogFile};
     let files: Vec<(String, &str, &str)> = all
         .iter()
         .filter(|(role, _, _)| matches!(role, Role::Broker | Role::Standalone))
@@ -119,7 +130,7 @@ fn broker_log_of(
         .map(|(file, node, text)| LogFile { node, file, text })
         .collect();
     let base = topic.rsplit('/').next().unwrap_or(topic);
-    brokerlog::scan(&logs, &txns, base)
+    brokerlog::scan(&logs, txns, base)
 }
 
 /// Write every container's log to `logs/<node>.log` in the run directory: all of it for a

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::admin::Admin;
-use crate::brokerlog::{self, BrokerLine, LogFile, TxnLog};
+use crate::brokerlog::{BrokerLine, TxnLog};
 use crate::cluster::Role;
 use crate::history::{EventBody, History, TxnId};
 use crate::readback::Until;
@@ -15,7 +15,7 @@ use crate::rundir::{now_ms, RunDir, RunInfo};
 use crate::stuck::{self, Held, Remedy, RemedyRecord, StuckPartition, StuckReads};
 
 use super::env::Env;
-use super::logs::save_logs;
+use super::logs::{save_logs, scan_brokers};
 
 /// How long the harness waits after each remedy for the partitions to become readable.
 pub(super) const AFTER_REMEDY: Duration = Duration::from_secs(60);
@@ -35,10 +35,7 @@ pub(super) async fn investigate(
     history: &History,
     waited: Duration,
 ) -> Option<StuckReads> {
-    let targets: Vec<(String, Until)> = parts
-        .iter()
-        .map(|(t, _)| (t.clone(), Until::NothingOpen))
-        .collect();
+    let targets = crate::readback::nothing_open(parts.iter().map(|(t, _)| t));
     let held: Vec<Held> = crate::readback::held_now(admin, &targets)
         .await
         .into_iter()
@@ -56,6 +53,8 @@ pub(super) async fn investigate(
     }
     let mut partitions = stuck::diagnose(admin, &held, now_ms()).await;
     if let Some(c) = &env.cluster {
+        // Saved now for the lines up to the hold; `judge` saves them again after the remedies
+        // and the read, so that `logs/` holds what the brokers said meanwhile too.
         let all = save_logs(dir, env, c, info).await;
         quote_lines(&mut partitions, &all, info);
     }
@@ -86,11 +85,7 @@ pub(super) async fn investigate(
         detail: found.describe(),
     });
     eprintln!("read-back held: {}", found.describe());
-    let held_targets: Vec<(String, Until)> = found
-        .partitions
-        .iter()
-        .map(|p| (p.partition.clone(), Until::NothingOpen))
-        .collect();
+    let held_targets = crate::readback::nothing_open(found.partitions.iter().map(|p| &p.partition));
     // A hold Pulsar's answers do not show as an anomaly (an OPEN transaction within its
     // timeout may hold the partition; an admin API that did not answer) is left alone: a
     // remedy would be the harness acting on a topic that may be working as it should.
@@ -186,17 +181,7 @@ fn quote_lines(partitions: &mut [StuckPartition], all: &[(Role, String, String)]
         .map(|t| (t, Vec::new()))
         .collect();
     queries.insert(ANY, vec![(info.started_ms, now_ms())]);
-    let files: Vec<(String, &str, &str)> = all
-        .iter()
-        .filter(|(role, _, _)| matches!(role, Role::Broker | Role::Standalone))
-        .map(|(_, name, log)| (format!("logs/{name}.log"), name.as_str(), log.as_str()))
-        .collect();
-    let logs: Vec<LogFile<'_>> = files
-        .iter()
-        .map(|(file, node, text)| LogFile { node, file, text })
-        .collect();
-    let base = info.topic.rsplit('/').next().unwrap_or(&info.topic);
-    let found: Vec<TxnLog> = brokerlog::scan(&logs, &queries, base);
+    let found: Vec<TxnLog> = scan_brokers(all, &queries, &info.topic);
     let severe = |l: &&BrokerLine| matches!(l.level.as_str(), "WARN" | "ERROR");
     for p in partitions.iter_mut() {
         let local = p

@@ -24,6 +24,35 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
+/// A transaction with a ten-minute timeout that writes `payloads` to `partition` and is left
+/// OPEN; the client that opened it, to end it with.
+async fn open_txn_on(
+    service_url: &str,
+    partition: &str,
+    producer_name: &str,
+    payloads: Vec<Vec<u8>>,
+) -> (Arc<Client>, pulsar_chaos::history::TxnId) {
+    let client: Arc<Client> = Client::new(service_url, Duration::from_secs(30));
+    let tcs = Coordinators::discover(client.clone()).await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    tcs.connect_all(deadline).await.unwrap();
+    let txn = tcs
+        .new_txn(Duration::from_secs(600), deadline)
+        .await
+        .unwrap();
+    tcs.add_partitions(txn, &[partition.to_string()], deadline)
+        .await
+        .unwrap();
+    let producer = PartitionProducer::new(client.clone(), partition, producer_name, true);
+    for p in payloads {
+        producer
+            .send(Some(txn), p, Duration::from_secs(30))
+            .await
+            .unwrap();
+    }
+    (client, txn)
+}
+
 #[test]
 fn a_partition_held_by_an_open_transaction_is_diagnosed_from_pulsars_answers() {
     rt().block_on(async {
@@ -33,29 +62,9 @@ fn a_partition_held_by_an_open_transaction_is_diagnosed_from_pulsars_answers() {
         let topic = format!("persistent://public/default/held-{}", rand_id());
         admin.create_partitioned_topic(&topic, 2).await.unwrap();
         let p0 = format!("{topic}-partition-0");
-        let client: Arc<Client> = Client::new(&c.service_url, Duration::from_secs(30));
-        let tcs = Coordinators::discover(client.clone()).await.unwrap();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        tcs.connect_all(deadline).await.unwrap();
         // A transaction with a long timeout writes 5 messages to partition 0 and stays open.
-        let txn = tcs
-            .new_txn(Duration::from_secs(600), deadline)
-            .await
-            .unwrap();
-        tcs.add_partitions(txn, std::slice::from_ref(&p0), deadline)
-            .await
-            .unwrap();
-        let producer = PartitionProducer::new(client.clone(), &p0, "held", true);
-        for n in 0..5u64 {
-            producer
-                .send(
-                    Some(txn),
-                    n.to_string().into_bytes(),
-                    Duration::from_secs(30),
-                )
-                .await
-                .unwrap();
-        }
+        let payloads: Vec<Vec<u8>> = (0..5u64).map(|n| n.to_string().into_bytes()).collect();
+        let (client, txn) = open_txn_on(&c.service_url, &p0, "held", payloads).await;
         let held = |why: &str| Held {
             partition: p0.clone(),
             index: 0,
@@ -244,19 +253,8 @@ fn a_read_held_by_another_clients_open_transaction_is_diagnosed_and_not_blamed_o
         let topic = format!("persistent://public/default/other-{}", rand_id());
         admin.create_partitioned_topic(&topic, 2).await.unwrap();
         let p0 = format!("{topic}-partition-0");
-        let client: Arc<Client> = Client::new(&c.service_url, Duration::from_secs(30));
-        let tcs = Coordinators::discover(client.clone()).await.unwrap();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        tcs.connect_all(deadline).await.unwrap();
-        let txn = tcs.new_txn(Duration::from_secs(600), deadline).await.unwrap();
-        tcs.add_partitions(txn, std::slice::from_ref(&p0), deadline)
-            .await
-            .unwrap();
-        let producer = PartitionProducer::new(client.clone(), &p0, "other-client", true);
-        producer
-            .send(Some(txn), b"another client's message".to_vec(), Duration::from_secs(30))
-            .await
-            .unwrap();
+        let message = b"another client's message".to_vec();
+        let (client, txn) = open_txn_on(&c.service_url, &p0, "other-client", vec![message]).await;
 
         let yaml = format!(
             "name: held-by-another\ncluster: {{ service_url: {}, admin_url: {} }}\nworkload:\n  topic: {topic}\n  unique_topic: false\n  partitions: 2\n  messages: 2000\n  txn_size: 100\n  concurrency: 2\n  txn_timeout: 10s\n  settle_timeout: 5s\nremedies: [re-end, unload-topic]\n",

@@ -492,6 +492,14 @@ fn row_no_transaction_resend_after_a_failed_send_is_ambiguity() {
 
 // ---- Stuck reads: a liveness finding needs Pulsar's evidence. ----
 
+/// [0, 10) committed in 5 transactions, the producer finished.
+fn finished_0_to_10() -> Vec<Event> {
+    committed_0_to_10(5)
+        .into_iter()
+        .chain([finished(6, true)])
+        .collect()
+}
+
 fn stuck_reads(evidence: bool, healed: bool) -> crate::stuck::StuckReads {
     use crate::stuck::*;
     StuckReads {
@@ -534,10 +542,7 @@ fn row_stuck_then_healed_gives_the_safety_verdict_on_the_complete_read() {
         stuck_reads: Some(stuck_reads(true, true)),
         ..Context::default()
     };
-    let h: Vec<Event> = committed_0_to_10(5)
-        .into_iter()
-        .chain([finished(6, true)])
-        .collect();
+    let h = finished_0_to_10();
     let v = grade(&(0..10).collect::<Vec<_>>(), h, &ctx);
     assert_eq!(v.status, Status::Stuck);
     assert!(
@@ -569,10 +574,7 @@ fn row_stuck_and_not_healed_names_the_partition_and_leaves_safety_undecided() {
         stuck_reads: Some(stuck_reads(true, false)),
         ..Context::default()
     };
-    let h: Vec<Event> = committed_0_to_10(5)
-        .into_iter()
-        .chain([finished(6, true)])
-        .collect();
+    let h = finished_0_to_10();
     let v = grade(&(0..5).collect::<Vec<_>>(), h, &ctx);
     assert_eq!(v.status, Status::Stuck);
     assert!(
@@ -598,10 +600,7 @@ fn row_stuck_without_pulsars_evidence_stays_inconclusive() {
         stuck_reads: Some(stuck_reads(false, false)),
         ..Context::default()
     };
-    let h: Vec<Event> = committed_0_to_10(5)
-        .into_iter()
-        .chain([finished(6, true)])
-        .collect();
+    let h = finished_0_to_10();
     let v = grade(&(0..5).collect::<Vec<_>>(), h, &ctx);
     assert_eq!(v.status, Status::Inconclusive);
     assert!(
@@ -619,10 +618,7 @@ fn row_a_violation_beats_a_stuck_read() {
         stuck_reads: Some(stuck_reads(true, true)),
         ..Context::default()
     };
-    let h: Vec<Event> = committed_0_to_10(5)
-        .into_iter()
-        .chain([finished(6, true)])
-        .collect();
+    let h = finished_0_to_10();
     let v = grade(&(0..10).chain([3]).collect::<Vec<_>>(), h, &ctx);
     assert_eq!(v.status, Status::Violation);
     assert!(
