@@ -189,6 +189,9 @@ pub fn print_verdict(v: &Verdict, reproduce: Option<&str>) {
         if let Some(c) = &st.likely_cause {
             println!("  likely cause: {c}");
         }
+        for p in &st.partitions {
+            println!("    at the stall, {}", p.describe());
+        }
     }
     if let Some(s) = &v.stuck_reads {
         for line in stuck_text(s) {

@@ -143,6 +143,7 @@ mod tests {
             failed_attempts: 3,
             failures: vec![],
             broker_log: vec![],
+            partitions: vec![],
             likely_cause: Some("the chain apache/pulsar#24945 replaced".into()),
         });
         let at = |version: &str, index: u32| RunAt {
@@ -195,6 +196,7 @@ mod tests {
             failed_attempts: 3,
             failures: vec![],
             broker_log: vec![],
+            partitions: vec![],
             likely_cause: None,
         });
         let mut stuck = base.clone();

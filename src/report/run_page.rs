@@ -11,7 +11,7 @@ use super::faults::faults_section;
 use super::fmt::{esc, fmt_dur, fmt_n, fmt_outcome, fmt_t, fmt_utc, ranges_html};
 use super::page::{card, page_start, status_class};
 use super::scan::{scan_history, Scan};
-use super::stuck::stuck_section;
+use super::stuck::{stall_section, stuck_section};
 use super::timeline::{fault_colour, timeline_svg, MAX_MARKERS};
 use super::TABLE_CAP;
 use crate::checker::Verdict;
@@ -296,6 +296,7 @@ fn render_html(info: &RunInfo, plan: &Plan, v: &Verdict, scan: &Scan) -> String 
     );
     header(&mut h, info, plan, v);
     timeline_section(&mut h, scan, v);
+    stall_section(&mut h, v);
     stuck_section(&mut h, v);
     counts_section(&mut h, scan, v);
     anomalies_section(&mut h, v);

@@ -3,8 +3,9 @@
 //! state, the transactions it reports open, `maxReadPosition`, the ledger's
 //! `lastConfirmedEntry`, the entries behind), the coordinators' transactions naming it, the
 //! brokers' lines about it with their place in the saved logs, and what asking failed with;
-//! then the known cause the evidence matches and a table of the remedies tried. Every text
-//! from Pulsar goes through `esc`.
+//! then the known cause the evidence matches and a table of the remedies tried. A stall gets
+//! its own section with the same panels, for every partition as Pulsar reported it once the
+//! stall was detected. Every text from Pulsar goes through `esc`.
 
 use std::fmt::Write as _;
 
@@ -31,7 +32,7 @@ pub(super) fn stuck_section(h: &mut String, v: &Verdict) {
     h.push_str("<h2 id=\"stuck\">Stuck reads</h2>\n");
     summary(h, s);
     for (i, p) in s.partitions.iter().enumerate() {
-        partition_panel(h, i, p);
+        partition_panel(h, "stuck", i, p);
     }
     if let Some(c) = &s.likely_cause {
         w!(
@@ -41,6 +42,62 @@ pub(super) fn stuck_section(h: &mut String, v: &Verdict) {
         );
     }
     remedies_table(h, &s.remedies);
+}
+
+/// The section, when the run stalled: how long nothing committed, what the producer was told,
+/// the brokers' repeated lines, the likely cause, and a panel per partition as Pulsar reported
+/// it at the stall.
+pub(super) fn stall_section(h: &mut String, v: &Verdict) {
+    let Some(st) = &v.stall else {
+        return;
+    };
+    h.push_str("<h2 id=\"stall\">Stall</h2>\n");
+    w!(
+        h,
+        "<p>Nothing committed from {} to {} with no fault active; the harness stopped the producer. {} attempt(s) failed meanwhile.</p>\n",
+        esc(&fmt_t(st.since_ms)),
+        esc(&fmt_t(st.detected_ms)),
+        fmt_n(st.failed_attempts)
+    );
+    if !st.failures.is_empty() {
+        h.push_str("<ul class=\"stall-failures\">");
+        for (n, d) in &st.failures {
+            w!(h, "<li>{}x: {}</li>", fmt_n(*n), esc(d));
+        }
+        h.push_str("</ul>\n");
+    }
+    if !st.broker_log.is_empty() {
+        h.push_str("<table><thead><tr><th>node</th><th>level</th><th class=\"num\">times</th><th>about</th><th>first</th><th>last</th><th>line</th></tr></thead><tbody>");
+        for e in &st.broker_log {
+            w!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&e.node),
+                esc(&e.level),
+                fmt_n(e.count),
+                esc(&e.topic),
+                esc(&e.first),
+                esc(&e.last),
+                esc(&e.message)
+            );
+        }
+        h.push_str("</tbody></table>\n");
+    }
+    if let Some(c) = &st.likely_cause {
+        w!(
+            h,
+            "<p class=\"likely-cause\"><b>Likely cause:</b> {}</p>\n",
+            esc(c)
+        );
+    }
+    if !st.partitions.is_empty() {
+        h.push_str(
+            "<p>What Pulsar reported about each partition once the stall was detected:</p>\n",
+        );
+    }
+    for (i, p) in st.partitions.iter().enumerate() {
+        partition_panel(h, "stall", i, p);
+    }
 }
 
 /// When the read was held, when the harness gave up, and what healed it.
@@ -69,7 +126,7 @@ fn summary(h: &mut String, s: &StuckReads) {
 }
 
 /// One held partition: its numbers, the transactions naming it, the brokers' lines, errors.
-fn partition_panel(h: &mut String, i: usize, p: &StuckPartition) {
+fn partition_panel(h: &mut String, id: &str, i: usize, p: &StuckPartition) {
     let what = if p.index >= 0 {
         format!("Partition {}", p.index)
     } else {
@@ -77,7 +134,7 @@ fn partition_panel(h: &mut String, i: usize, p: &StuckPartition) {
     };
     w!(
         h,
-        "<div class=\"stuck-partition\" id=\"stuck-{i}\"><h3>{what} <code>{}</code></h3>",
+        "<div class=\"stuck-partition\" id=\"{id}-{i}\"><h3>{what} <code>{}</code></h3>",
         esc(&p.partition)
     );
     if !p.held.is_empty() {

@@ -10,6 +10,7 @@ use crate::error::Result;
 use crate::history::{self, History};
 use crate::rundir::{now_ms, RunDir, RunInfo};
 use crate::stall::LogEvidence;
+use crate::stuck::StuckPartition;
 
 use super::env::Env;
 
@@ -21,16 +22,20 @@ pub(super) struct StallLogs {
     pub(super) lines: Vec<LogEvidence>,
     /// A known cause those lines show.
     pub(super) cause: Option<String>,
+    /// What Pulsar said about each partition at the stall, with the brokers' lines about it.
+    pub(super) partitions: Vec<StuckPartition>,
 }
 
-/// For a stall in a cluster of the harness: save every container's log and scan the brokers'
-/// for lines about the topic since the stall began. Otherwise nothing.
+/// For a stall in a cluster of the harness: save every container's log, scan the brokers' for
+/// lines about the topic since the stall began, and quote under each of `partitions` (what
+/// Pulsar said about it at the stall) the lines about it. Otherwise nothing but `partitions`.
 pub(super) async fn stall_logs(
     dir: &RunDir,
     env: &Env,
     info: &RunInfo,
     history: &History,
     stalled_since: Option<u64>,
+    mut partitions: Vec<StuckPartition>,
 ) -> StallLogs {
     let mut logs: Option<Vec<(Role, String, String)>> = None;
     let mut stall_log = Vec::new();
@@ -52,12 +57,14 @@ pub(super) async fn stall_logs(
         stall_log.sort_by_key(|e| std::cmp::Reverse(e.count));
         stall_log.truncate(10);
         stall_cause = crate::stall::known_cause(&stall_log, &namespace);
+        super::stuck::quote_lines(&mut partitions, &all, info);
         logs = Some(all);
     }
     StallLogs {
         logs,
         lines: stall_log,
         cause: stall_cause,
+        partitions,
     }
 }
 

@@ -108,11 +108,17 @@ pub(super) async fn execute(
         }
     }
 
+    let parts = topic_partitions(env, info).await?;
+    // A stall: what Pulsar says about each partition now, before the read-back waits.
+    let at_stall = match stalled_since {
+        Some(_) => super::stuck::at_stall(&admin, &parts, &history).await,
+        None => Vec::new(),
+    };
     let (rb, incomplete, stuck_reads) =
-        settle_and_read(dir, env, &admin, info, &req.scenario, &history).await?;
+        settle_and_read(dir, env, &admin, info, &parts, &req.scenario, &history).await?;
     // Logs for a run that did not go well: every container's, and for a stall the broker
     // lines about the topic since it began.
-    let stall = stall_logs(dir, env, info, &history, stalled_since).await;
+    let stall = stall_logs(dir, env, info, &history, stalled_since, at_stall).await;
     let read = Read {
         rb,
         incomplete,
@@ -427,19 +433,15 @@ async fn settle_and_read(
     env: &Env,
     admin: &Admin,
     info: &RunInfo,
+    parts: &[(String, i32)],
     scenario: &crate::scenario::Scenario,
     history: &History,
 ) -> Result<(Readback, Option<String>, Option<crate::stuck::StuckReads>)> {
     let w = &scenario.workload;
-    let client = crate::txn::Client::new(&env.service_url, Duration::from_secs(10));
-    let parts = crate::readback::partitions_of(&client, &info.topic)
-        .await
-        .map_err(|e| Error::Pulsar(e.to_string()))?;
-    client.close_all().await;
     let settle = w.settle_timeout;
     let mut incomplete = None;
     let mut stuck_reads = None;
-    match crate::readback::wait_settled(admin, &parts, settle).await {
+    match crate::readback::wait_settled(admin, parts, settle).await {
         Ok(d) => history.record(EventBody::Note {
             message: format!(
                 "no transaction open on the topic after {}ms; reading back",
@@ -452,7 +454,7 @@ async fn settle_and_read(
                 env,
                 admin,
                 info,
-                &parts,
+                parts,
                 &scenario.remedies,
                 history,
                 settle,
@@ -486,6 +488,17 @@ async fn settle_and_read(
     Ok((rb, incomplete, stuck_reads))
 }
 
+/// The topic's partitions (name, index; -1 for a topic that is not partitioned), as the
+/// broker reports them.
+async fn topic_partitions(env: &Env, info: &RunInfo) -> Result<Vec<(String, i32)>> {
+    let client = crate::txn::Client::new(&env.service_url, Duration::from_secs(10));
+    let parts = crate::readback::partitions_of(&client, &info.topic)
+        .await
+        .map_err(|e| Error::Pulsar(e.to_string()));
+    client.close_all().await;
+    parts
+}
+
 /// Judge the read-back: what the checker sees is stored first (`readback.json`), then the
 /// verdict; for a run that did not pass in a cluster of the harness, the brokers' lines about
 /// the anomalies' transactions are quoted in it.
@@ -509,6 +522,7 @@ async fn judge(
         mut logs,
         lines: stall_log,
         cause: stall_cause,
+        partitions: stall_partitions,
     } = stall;
     let mut ctx = Context {
         seed: Some(info.seed),
@@ -516,6 +530,7 @@ async fn judge(
         duplicate_ids: rb.duplicate_ids.clone(),
         stall_log,
         stall_cause,
+        stall_partitions,
         sabotage_skip: req.scenario.sabotage.skip.iter().copied().collect(),
         sabotage_duplicate: req.scenario.sabotage.duplicate.iter().copied().collect(),
         broker_log: Vec::new(),

@@ -35,18 +35,10 @@ pub(super) async fn investigate(
     history: &History,
     waited: Duration,
 ) -> Option<StuckReads> {
-    let targets = crate::readback::nothing_open(parts.iter().map(|(t, _)| t));
-    let held: Vec<Held> = crate::readback::held_now(admin, &targets)
+    let held: Vec<Held> = held_now(admin, parts)
         .await
         .into_iter()
-        .map(|(partition, held)| Held {
-            index: parts
-                .iter()
-                .find(|(t, _)| *t == partition)
-                .map_or(-1, |(_, i)| *i),
-            partition,
-            held,
-        })
+        .filter_map(|(h, is_held)| is_held.then_some(h))
         .collect();
     if held.is_empty() {
         return None;
@@ -110,6 +102,51 @@ pub(super) async fn investigate(
     Some(found)
 }
 
+/// What Pulsar says about every partition of the topic once a stall was detected, diagnosed
+/// as a held read is (a partition nothing holds says "nothing open"). The brokers' lines are
+/// quoted once the logs are saved (`quote_lines`). Each partition is a note in the history.
+pub(super) async fn at_stall(
+    admin: &Admin,
+    parts: &[(String, i32)],
+    history: &History,
+) -> Vec<StuckPartition> {
+    let all: Vec<Held> = held_now(admin, parts)
+        .await
+        .into_iter()
+        .map(|(h, _)| h)
+        .collect();
+    let partitions = stuck::diagnose(admin, &all, now_ms()).await;
+    for p in &partitions {
+        let message = format!("at the stall, {}", p.describe());
+        eprintln!("{message}");
+        history.record(EventBody::Note { message });
+    }
+    history.flush();
+    partitions
+}
+
+/// Every partition, with what holds its read now ("nothing open" and `false` when nothing
+/// does).
+async fn held_now(admin: &Admin, parts: &[(String, i32)]) -> Vec<(Held, bool)> {
+    let targets = crate::readback::nothing_open(parts.iter().map(|(t, _)| t));
+    let mut held = crate::readback::held_now(admin, &targets).await;
+    parts
+        .iter()
+        .map(|(partition, index)| {
+            let why = held
+                .iter()
+                .position(|(t, _)| t == partition)
+                .map(|i| held.swap_remove(i).1);
+            let h = Held {
+                partition: partition.clone(),
+                index: *index,
+                held: why.clone().unwrap_or_else(|| "nothing open".to_string()),
+            };
+            (h, why.is_some())
+        })
+        .collect()
+}
+
 /// Apply one remedy, wait by condition, and record what happened.
 async fn try_remedy(
     remedy: Remedy,
@@ -167,7 +204,11 @@ async fn try_remedy(
 
 /// The brokers' WARN/ERROR lines since the run began that name a transaction holding a
 /// partition, or name the partition and no transaction: quoted under the partition.
-fn quote_lines(partitions: &mut [StuckPartition], all: &[(Role, String, String)], info: &RunInfo) {
+pub(super) fn quote_lines(
+    partitions: &mut [StuckPartition],
+    all: &[(Role, String, String)],
+    info: &RunInfo,
+) {
     // Lines that name no transaction are gathered under a query no real transaction has,
     // over the whole run; the transactions' own queries gather the lines that name them.
     const ANY: TxnId = TxnId {

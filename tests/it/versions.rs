@@ -108,6 +108,42 @@ fn the_matrix_tells_a_version_with_bug_24945_from_one_that_fixed_it() {
         causes.contains("24945"),
         "the stall does not name #24945: {causes}"
     );
+    // Issue 17: each stalled run says what Pulsar reported about every partition at the stall
+    // (the buffer, its read position against the ledger's end, the coordinators'
+    // transactions), in the verdict, the history and the report.
+    let mut diagnosed = 0;
+    for r in m["runs"].as_array().unwrap() {
+        let d = mdir.join(r["run_dir"].as_str().unwrap());
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d.join("verdict.json")).unwrap())
+                .unwrap();
+        if !v["stall"].is_object() {
+            continue;
+        }
+        let parts = v["stall"]["partitions"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{v}"));
+        assert_eq!(parts.len(), 2, "{v}");
+        for (i, p) in parts.iter().enumerate() {
+            assert_eq!(p["index"], i as i64, "{p}");
+            assert!(p["buffer_state"].is_string(), "no buffer state: {p}");
+            assert!(p["last_confirmed"].is_array(), "no lastConfirmedEntry: {p}");
+            assert!(p["max_read"].is_array(), "no maxReadPosition: {p}");
+        }
+        assert!(
+            v["notes"]
+                .to_string()
+                .contains("at the stall, partition 0: "),
+            "{v}"
+        );
+        let history = std::fs::read_to_string(d.join("history.jsonl")).unwrap();
+        assert!(history.contains("at the stall, partition 1: "), "{d:?}");
+        let page = std::fs::read_to_string(d.join("report.html")).unwrap();
+        assert!(page.contains("<h2 id=\"stall\">Stall</h2>"), "{d:?}");
+        assert!(page.contains("id=\"stall-1\""), "{d:?}");
+        diagnosed += 1;
+    }
+    assert!(diagnosed > 0, "no stalled run among {m}");
     // On the version with the fix: every run passes, as the scenario expects.
     assert_eq!(new["pass"], k, "4.2.4 did not pass every run: {t}");
     assert_eq!(new["as_expected"], k, "{m}");

@@ -332,6 +332,19 @@ mod tests {
                 last: "2026-11-30T07:24:43,454".into(),
             }],
             stall_cause: Some("a known bug".into()),
+            stall_partitions: vec![crate::stuck::StuckPartition {
+                partition: "persistent://public/default/t-partition-1".into(),
+                index: 1,
+                held: "nothing open".into(),
+                buffer_state: Some("Ready".into()),
+                open: Some(0),
+                max_read: Some((21, 300)),
+                last_confirmed: Some((21, 300)),
+                entries_behind: Some(0),
+                txns: Vec::new(),
+                broker_lines: Vec::new(),
+                errors: vec!["slowTransactions: HTTP 500".into()],
+            }],
             broker_log: vec![crate::brokerlog::TxnLog {
                 txn: crate::history::TxnId { most: 0, least: 957 },
                 named: vec![crate::brokerlog::BrokerLine {

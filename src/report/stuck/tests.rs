@@ -1,7 +1,7 @@
 //! Tests of the Stuck reads section: a verdict with a stuck read is rendered and the markup is
 //! read back.
 
-use super::stuck_section;
+use super::{stall_section, stuck_section};
 use crate::brokerlog::BrokerLine;
 use crate::checker::{self, Context, Status, Tally, Verdict};
 use crate::stuck::{Remedy, RemedyRecord, StuckPartition, StuckReads, StuckTxn, TxnPartition};
@@ -174,4 +174,62 @@ fn without_pulsars_evidence_or_remedies_the_panel_says_so() {
     assert!(h.contains("<tr><th>maxReadPosition</th><td>not reported</td></tr>"));
     assert!(h.contains("No coordinator reports a transaction naming it."));
     assert!(h.contains("<h3>Remedies tried</h3>\n<p class=\"empty-note\">None.</p>"));
+}
+
+/// Issue 17: a stall has its own section with what Pulsar reported about each partition at the
+/// stall, in the same panels as a stuck read (ids of their own), Pulsar's words escaped.
+#[test]
+fn a_stall_shows_its_failures_broker_lines_and_each_partition_at_the_stall() {
+    let mut v = verdict(None);
+    assert_eq!(
+        {
+            let mut h = String::new();
+            stall_section(&mut h, &v);
+            h
+        },
+        "",
+        "no stall, no section"
+    );
+    v.stall = Some(checker::StallFinding {
+        since_ms: 10_000,
+        detected_ms: 80_000,
+        failed_attempts: 12,
+        failures: vec![(9, "a SEND failed: <PersistenceError>".into())],
+        broker_log: vec![crate::stall::LogEvidence {
+            node: "broker-1".into(),
+            topic: "t-partition-1".into(),
+            level: "WARN".into(),
+            message: "Failed to persist msg in store".into(),
+            count: 687,
+            first: "07:23:43".into(),
+            last: "07:30:12".into(),
+        }],
+        likely_cause: Some("apache/pulsar#24945".into()),
+        partitions: stuck_reads().partitions,
+    });
+    let mut h = String::new();
+    stall_section(&mut h, &v);
+    assert!(h.starts_with("<h2 id=\"stall\">Stall</h2>\n<p>Nothing committed from 10.000 s to 80.000 s with no fault active; the harness stopped the producer. 12 attempt(s) failed meanwhile.</p>"), "{h}");
+    assert!(
+        h.contains("<li>9x: a SEND failed: &lt;PersistenceError&gt;</li>"),
+        "{h}"
+    );
+    assert!(
+        h.contains(
+            "<td>broker-1</td><td>WARN</td><td class=\"num\">687</td><td>t-partition-1</td>"
+        ),
+        "{h}"
+    );
+    assert!(
+        h.contains("<b>Likely cause:</b> apache/pulsar#24945"),
+        "{h}"
+    );
+    assert!(
+        h.contains(&format!(
+            "<div class=\"stuck-partition\" id=\"stall-0\"><h3>Partition 2 <code>{HELD}</code></h3>"
+        )),
+        "{h}"
+    );
+    assert!(h.contains("<th>maxReadPosition</th><td>21:265</td>"), "{h}");
+    assert!(!h.contains("<script"), "{h}");
 }

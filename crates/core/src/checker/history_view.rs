@@ -79,6 +79,7 @@ impl HistoryView {
             failures,
             broker_log: Vec::new(),
             likely_cause: None,
+            partitions: Vec::new(),
         });
     }
 }

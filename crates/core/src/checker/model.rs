@@ -229,6 +229,11 @@ pub struct StallFinding {
     /// A known Pulsar bug the evidence matches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub likely_cause: Option<String>,
+    /// What Pulsar said about each partition of the topic once the stall was detected: its
+    /// transaction buffer, its ledger's end, the coordinators' transactions naming it, the
+    /// brokers' lines about them (gathered by the runner, as for a stuck read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partitions: Vec<crate::stuck::StuckPartition>,
 }
 
 /// A duplicated stretch with the message ids of each copy (for the first values).
@@ -258,6 +263,10 @@ pub struct Context {
     pub stall_log: Vec<crate::stall::LogEvidence>,
     /// A known bug those lines match.
     pub stall_cause: Option<String>,
+    /// What Pulsar said about each partition once the stall was detected (gathered by the
+    /// runner from the admin API and the brokers' logs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stall_partitions: Vec<crate::stuck::StuckPartition>,
     /// Broker log lines about the transactions of the attempts that carried anomalous
     /// numbers (gathered by the runner after a verdict that was not a pass).
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -220,6 +220,10 @@ fn stall_finding(
         if let Some(c) = &st.likely_cause {
             notes.push(format!("likely cause: {c}"));
         }
+        st.partitions = ctx.stall_partitions.clone();
+        for p in &st.partitions {
+            notes.push(format!("at the stall, {}", p.describe()));
+        }
     }
     stall
 }

@@ -45,6 +45,7 @@ fn stalled() -> Verdict {
         failed_attempts: 3,
         failures: vec![],
         broker_log: vec![],
+        partitions: vec![],
         likely_cause: Some(format!(
             "broker-1 on kb-{}-partition-0 kept failing ({}x): the chain apache/pulsar#24945 replaced",
             rand_hex(),

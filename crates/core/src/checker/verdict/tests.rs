@@ -490,6 +490,48 @@ fn row_no_transaction_resend_after_a_failed_send_is_ambiguity() {
     );
 }
 
+/// Issue 17: a stall carries what Pulsar said about each partition once it was detected (the
+/// buffer, the ledger's end, the coordinators' transactions), in the finding and in the notes.
+#[test]
+fn a_stall_carries_each_partitions_buffer_and_transactions_as_pulsar_reported_them() {
+    use crate::stuck::{StuckPartition, StuckTxn};
+    let mut ctx = stall_context();
+    ctx.stall_partitions = vec![StuckPartition {
+        partition: "persistent://public/default/t-partition-1".into(),
+        index: 1,
+        held: "1 transaction(s) open".into(),
+        buffer_state: Some("Ready".into()),
+        open: Some(1),
+        max_read: Some((21, 265)),
+        last_confirmed: Some((21, 300)),
+        entries_behind: Some(35),
+        txns: vec![StuckTxn {
+            txn: "(0,12)".into(),
+            status: "OPEN".into(),
+            age_ms: Some(70_000),
+            timeout_ms: Some(20_000),
+            partitions: Vec::new(),
+        }],
+        broker_lines: Vec::new(),
+        errors: Vec::new(),
+    }];
+    let v = verdict(tally_of(2, &[1]), Some(ok(stall_history())), &ctx);
+    assert_eq!(v.status, Status::Inconclusive, "{}", v.summary);
+    let st = v.stall.as_ref().expect("a stall finding");
+    assert_eq!(st.partitions, ctx.stall_partitions);
+    assert!(
+        v.notes.iter().any(|n| n
+            == "at the stall, partition 1: 35 entries behind maxReadPosition 21:265 (lastConfirmedEntry 21:300), 1 transaction(s) open, buffer Ready; coordinator: (0,12) OPEN for 70s"),
+        "{:?}",
+        v.notes
+    );
+    // Stored and read back (recheck) with the partitions; a file without them loads as none.
+    let back: Verdict = serde_json::from_str(&serde_json::to_string(&v).unwrap()).unwrap();
+    assert_eq!(back.stall, v.stall);
+    let ctx_back: Context = serde_json::from_str(&serde_json::to_string(&ctx).unwrap()).unwrap();
+    assert_eq!(ctx_back.stall_partitions, ctx.stall_partitions);
+}
+
 // ---- Stuck reads: a liveness finding needs Pulsar's evidence. ----
 
 /// [0, 10) committed in 5 transactions, the producer finished.
