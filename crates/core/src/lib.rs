@@ -16,6 +16,7 @@ pub mod policy;
 pub mod readlog;
 pub mod scenario;
 pub mod seed;
+pub mod shrink;
 pub mod stall;
 pub mod stuck;
 pub mod versions;

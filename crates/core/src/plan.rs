@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::{ClusterSpec, FaultKind, Guard, Scenario, Target, Timing, UnloadScope};
+use crate::scenario::{
+    ClusterSpec, FaultKind, FaultSpec, Guard, Scenario, Target, Timing, UnloadScope,
+};
 use crate::seed::Rng;
 
 /// Where a planned fault lands, with the random choices resolved. `OwnerOfTopic` and
@@ -128,14 +130,7 @@ pub fn make(scenario: &Scenario, seed: u64) -> Plan {
         let deadline_ms = scenario.workload.deadline.as_millis() as u64;
         let triggers = triggers(&f.schedule.timing, &mut rng, deadline_ms);
         for (n, trigger) in triggers.into_iter().enumerate() {
-            let target = planned_target(
-                f.target,
-                &mut rng,
-                brokers,
-                bookies,
-                coordinators,
-                partitions,
-            );
+            let target = planned_target(f, &mut rng, brokers, bookies, coordinators, partitions);
             let kind = match &f.kind {
                 FaultKind::TopicUnload {
                     scope: UnloadScope::WorkloadTopic,
@@ -149,10 +144,10 @@ pub fn make(scenario: &Scenario, seed: u64) -> Plan {
                 FaultKind::ReplyLoss {
                     probability: Some(_),
                     ..
-                } => Some(
+                } => Some(f.pins.draw_seed.unwrap_or_else(|| {
                     Rng::derive(seed, &format!("fault-{}-firing-{}-replies", f.index, n + 1))
-                        .next_u64(),
-                ),
+                        .next_u64()
+                })),
                 _ => None,
             };
             firings.push(PlannedFault {
@@ -224,29 +219,35 @@ fn triggers(timing: &Timing, rng: &mut Rng, deadline_ms: u64) -> Vec<Trigger> {
     }
 }
 
-/// The target of one firing, drawn from the fault's stream when the scenario leaves a choice.
+/// The target of one firing, drawn from the fault's stream when the scenario leaves a choice
+/// (a pinned partition or coordinator draws nothing).
 fn planned_target(
-    target: Target,
+    f: &FaultSpec,
     rng: &mut Rng,
     brokers: u32,
     bookies: u32,
     coordinators: u32,
     partitions: u32,
 ) -> PlannedTarget {
-    match target {
+    match f.target {
         Target::AnyBroker => PlannedTarget::Broker {
             index: 1 + rng.below(u64::from(brokers)) as u32,
         },
         Target::Broker(i) => PlannedTarget::Broker { index: i },
         Target::OwnerOfTopic => PlannedTarget::OwnerOfTopic {
-            partition: if partitions > 1 {
+            partition: if f.pins.partition.is_some() {
+                f.pins.partition
+            } else if partitions > 1 {
                 Some(rng.below(u64::from(partitions)) as u32)
             } else {
                 None
             },
         },
         Target::CoordinatorOwner => PlannedTarget::CoordinatorOwner {
-            coordinator: rng.below(u64::from(coordinators)) as u32,
+            coordinator: match f.pins.coordinator {
+                Some(c) => c,
+                None => rng.below(u64::from(coordinators)) as u32,
+            },
         },
         Target::AnyBookie => PlannedTarget::Bookie {
             index: 1 + rng.below(u64::from(bookies)) as u32,

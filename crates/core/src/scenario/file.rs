@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{Guard, ReplyKind, ResendPolicy, RestartMode, Topology};
+use super::{Guard, Pins, ReplyKind, ResendPolicy, RestartMode, Topology};
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -121,6 +121,14 @@ pub enum FaultFile {
         down_for: Option<Dur>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         target: Option<String>,
+        /// With `target: owner-of-topic`: the partition whose owner is hit (else drawn from
+        /// the seed per firing).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partition: Option<u32>,
+        /// With `target: coordinator-owner`: the coordinator whose broker is hit (else drawn
+        /// from the seed per firing).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        coordinator: Option<u32>,
         schedule: ScheduleFile,
     },
     TopicUnload {
@@ -141,6 +149,14 @@ pub enum FaultFile {
         duration: Dur,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         target: Option<String>,
+        /// With `target: owner-of-topic`: the partition whose owner is hit (else drawn from
+        /// the seed per firing).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partition: Option<u32>,
+        /// With `target: coordinator-owner`: the coordinator whose broker is hit (else drawn
+        /// from the seed per firing).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        coordinator: Option<u32>,
         schedule: ScheduleFile,
     },
     Pause {
@@ -149,6 +165,14 @@ pub enum FaultFile {
         duration: Dur,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         target: Option<String>,
+        /// With `target: owner-of-topic`: the partition whose owner is hit (else drawn from
+        /// the seed per firing).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        partition: Option<u32>,
+        /// With `target: coordinator-owner`: the coordinator whose broker is hit (else drawn
+        /// from the seed per firing).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        coordinator: Option<u32>,
         schedule: ScheduleFile,
     },
     BookieRestart {
@@ -188,6 +212,10 @@ pub enum FaultFile {
         duration: Option<Dur>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         target: Option<String>,
+        /// With `probability`: the seed of its draws (else derived from the plan's seed per
+        /// firing).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        draw_seed: Option<u64>,
         schedule: ScheduleFile,
     },
 }
@@ -248,6 +276,49 @@ impl FaultFile {
                 target,
                 schedule,
             },
+        }
+    }
+
+    /// The choices the plan would otherwise draw from the seed, as written.
+    pub fn pins(&self) -> Pins {
+        match self {
+            FaultFile::BrokerRestart {
+                partition,
+                coordinator,
+                ..
+            }
+            | FaultFile::PacketLoss {
+                partition,
+                coordinator,
+                ..
+            }
+            | FaultFile::Pause {
+                partition,
+                coordinator,
+                ..
+            } => Pins {
+                partition: *partition,
+                coordinator: *coordinator,
+                draw_seed: None,
+            },
+            FaultFile::ReplyLoss { draw_seed, .. } => Pins {
+                draw_seed: *draw_seed,
+                ..Pins::default()
+            },
+            _ => Pins::default(),
+        }
+    }
+
+    /// The entry's schedule, to change it.
+    pub fn schedule_mut(&mut self) -> &mut ScheduleFile {
+        match self {
+            FaultFile::BrokerRestart { schedule, .. }
+            | FaultFile::TopicUnload { schedule, .. }
+            | FaultFile::PacketLoss { schedule, .. }
+            | FaultFile::Pause { schedule, .. }
+            | FaultFile::BookieRestart { schedule, .. }
+            | FaultFile::ZookeeperRestart { schedule, .. }
+            | FaultFile::ReplyLoss { schedule, .. } => schedule,
         }
     }
 

@@ -223,7 +223,22 @@ pub struct FaultSpec {
     pub name: String,
     pub kind: FaultKind,
     pub target: Target,
+    /// Choices written out that the plan would otherwise draw from the seed.
+    pub pins: Pins,
     pub schedule: Schedule,
+}
+
+/// The choices a plan draws from the seed, written out in the scenario (the `partition`,
+/// `coordinator` and `draw_seed` keys of a fault entry): a pinned scenario (see `shrink`) plans
+/// the same firings whatever its entries' positions. `None`: drawn as before.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pins {
+    /// With `owner-of-topic`: the partition whose owner is hit.
+    pub partition: Option<u32>,
+    /// With `coordinator-owner`: the coordinator whose broker is hit.
+    pub coordinator: Option<u32>,
+    /// With a `reply_loss` probability: the seed of its draws.
+    pub draw_seed: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, Default)]

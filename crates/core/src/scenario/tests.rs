@@ -460,3 +460,94 @@ fn the_settle_timeout_leaves_the_coordinator_minutes_after_the_transaction_timeo
     ));
     assert!(m.contains("at least 1s"), "{m}");
 }
+
+#[test]
+fn pinned_choices_parse_and_survive_the_resolved_scenario() {
+    let text = with_faults(
+        "  - kind: pause\n    duration: 2s\n    target: owner-of-topic\n    partition: 3\n    schedule: { at: [5s] }\n\
+         \x20 - kind: broker_restart\n    target: coordinator-owner\n    coordinator: 1\n    schedule: { at: [6s] }\n\
+         \x20 - kind: reply_loss\n    reply: end_txn\n    probability: 0.5\n    draw_seed: 77\n    schedule: { at: [7s] }\n\
+         \x20 - kind: packet_loss\n    percent: 10\n    duration: 1s\n    target: owner-of-topic\n    schedule: { at: [8s] }\n",
+        "cluster: { topology: cluster, brokers: 2, bookies: 1, coordinators: 2 }",
+    )
+    .replace("partitions: 1", "partitions: 4");
+    let s = parse("p.yaml", &text).unwrap();
+    let pins: Vec<Pins> = s.faults.iter().map(|f| f.pins).collect();
+    assert_eq!(
+        pins,
+        vec![
+            Pins {
+                partition: Some(3),
+                ..Pins::default()
+            },
+            Pins {
+                coordinator: Some(1),
+                ..Pins::default()
+            },
+            Pins {
+                draw_seed: Some(77),
+                ..Pins::default()
+            },
+            Pins::default(),
+        ]
+    );
+    let again = parse("resolved.yaml", &s.resolved_yaml()).unwrap();
+    assert_eq!(again.faults, s.faults);
+}
+
+#[test]
+fn bad_pinned_choices_name_their_place() {
+    let cluster = "cluster: { topology: cluster, brokers: 2, bookies: 1, coordinators: 2 }";
+    let fault = |body: &str, partitions: u32| {
+        with_faults(body, cluster).replace("partitions: 1", &format!("partitions: {partitions}"))
+    };
+    // Line 13 is `- kind: ...`, 14 the key after it.
+    for (body, partitions, line, needle) in [
+        (
+            "  - kind: pause\n    duration: 2s\n    target: broker-1\n    partition: 1\n    schedule: { at: [1s] }\n",
+            4,
+            16,
+            "goes with target: owner-of-topic",
+        ),
+        (
+            "  - kind: pause\n    duration: 2s\n    target: owner-of-topic\n    partition: 4\n    schedule: { at: [1s] }\n",
+            4,
+            16,
+            "the topic has 4 partitions: 0 to 3",
+        ),
+        (
+            "  - kind: pause\n    duration: 2s\n    target: owner-of-topic\n    partition: 0\n    schedule: { at: [1s] }\n",
+            1,
+            16,
+            "leave partition out",
+        ),
+        (
+            "  - kind: broker_restart\n    target: any-broker\n    coordinator: 0\n    schedule: { at: [1s] }\n",
+            4,
+            15,
+            "goes with target: coordinator-owner",
+        ),
+        (
+            "  - kind: broker_restart\n    target: coordinator-owner\n    coordinator: 2\n    schedule: { at: [1s] }\n",
+            4,
+            15,
+            "2 coordinator(s): 0 to 1",
+        ),
+        (
+            "  - kind: reply_loss\n    reply: end_txn\n    count: 2\n    draw_seed: 5\n    schedule: { at: [1s] }\n",
+            4,
+            16,
+            "goes with probability",
+        ),
+        (
+            "  - kind: bookie_restart\n    partition: 1\n    schedule: { at: [1s] }\n",
+            4,
+            13,
+            "unknown field `partition`",
+        ),
+    ] {
+        let (l, _, msg) = error_of(&fault(body, partitions));
+        assert!(msg.contains(needle), "{body}: {msg}");
+        assert_eq!(l, line, "{body}: {msg}");
+    }
+}

@@ -55,10 +55,20 @@ pub fn validate(raw: ScenarioFile) -> Result<Scenario, Invalid> {
         ClusterSpec::Docker(d) if d.topology == Topology::Cluster => d.bookies,
         _ => 0,
     };
+    let coordinators = match &cluster {
+        ClusterSpec::Docker(d) => d.coordinators,
+        ClusterSpec::External { .. } => 1,
+    };
+    let shape = fault::Shape {
+        topology,
+        brokers,
+        bookies,
+        coordinators,
+    };
     let mut faults = Vec::new();
     for (i, f) in raw.faults.iter().enumerate() {
         faults.push(
-            validate_fault(i, f, topology, brokers, bookies, &workload).map_err(|(mut p, m)| {
+            validate_fault(i, f, shape, &workload).map_err(|(mut p, m)| {
                 let mut full = vec![key("faults"), Seg::Index(i)];
                 full.append(&mut p);
                 (full, m)

@@ -6,21 +6,35 @@ use std::time::Duration;
 use crate::scenario::file::{Dur, FaultFile, ScheduleFile};
 use crate::scenario::locate::Seg;
 use crate::scenario::model::{
-    FaultKind, FaultSpec, ReplyKind, Schedule, Target, Timing, Topology, UnloadScope, Workload,
+    FaultKind, FaultSpec, Pins, ReplyKind, Schedule, Target, Timing, Topology, UnloadScope,
+    Workload,
 };
 
 use super::{err, key, Invalid};
+
+/// What a fault entry is checked against: the topology and how many of each node it has.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Shape {
+    pub topology: Topology,
+    pub brokers: u32,
+    pub bookies: u32,
+    pub coordinators: u32,
+}
 
 /// One entry of `faults`, checked against the topology and the workload; paths in errors are
 /// relative to the entry.
 pub(super) fn validate_fault(
     index: usize,
     f: &FaultFile,
-    topology: Topology,
-    brokers: u32,
-    bookies: u32,
+    shape: Shape,
     workload: &Workload,
 ) -> Result<FaultSpec, Invalid> {
+    let Shape {
+        topology,
+        brokers,
+        bookies,
+        coordinators,
+    } = shape;
     let common = f.common();
     let kind = f.kind_name();
     let target = fault_target(f, common.target)?;
@@ -38,6 +52,7 @@ pub(super) fn validate_fault(
     }
     let fault_kind = validate_fault_kind(f, kind, target)?;
     target_exists(target, topology, brokers, bookies)?;
+    let pins = validate_pins(f, target, workload.partitions, coordinators)?;
     let schedule = validate_schedule(common.schedule, workload)?;
     let name = match &common.name {
         Some(n) if !n.trim().is_empty() => n.clone(),
@@ -49,8 +64,66 @@ pub(super) fn validate_fault(
         name,
         kind: fault_kind,
         target,
+        pins,
         schedule,
     })
+}
+
+/// The choices written out that the plan would otherwise draw: each goes with the target or
+/// setting it pins, and names something that exists.
+fn validate_pins(
+    f: &FaultFile,
+    target: Target,
+    partitions: u32,
+    coordinators: u32,
+) -> Result<Pins, Invalid> {
+    let pins = f.pins();
+    if let Some(p) = pins.partition {
+        if target != Target::OwnerOfTopic {
+            return err(&["partition"], "goes with target: owner-of-topic");
+        }
+        if partitions == 1 {
+            return err(
+                &["partition"],
+                "the topic has one partition, so its owner is the topic's; leave partition out",
+            );
+        }
+        if p >= partitions {
+            return err(
+                &["partition"],
+                format!(
+                    "the topic has {partitions} partitions: 0 to {}",
+                    partitions - 1
+                ),
+            );
+        }
+    }
+    if let Some(c) = pins.coordinator {
+        if target != Target::CoordinatorOwner {
+            return err(&["coordinator"], "goes with target: coordinator-owner");
+        }
+        if c >= coordinators {
+            return err(
+                &["coordinator"],
+                format!(
+                    "the cluster has {coordinators} coordinator(s): 0 to {}",
+                    coordinators - 1
+                ),
+            );
+        }
+    }
+    if pins.draw_seed.is_some() {
+        if let FaultFile::ReplyLoss {
+            probability: None, ..
+        } = f
+        {
+            return err(
+                &["draw_seed"],
+                "goes with probability (it seeds the draws); a count draws nothing",
+            );
+        }
+    }
+    Ok(pins)
 }
 
 /// The fault's target as written, or the default of its kind.
