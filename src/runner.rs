@@ -9,6 +9,7 @@
 
 mod env;
 mod faults;
+mod kept;
 mod logs;
 mod phases;
 mod resume;
@@ -28,6 +29,7 @@ use crate::scenario::{Scenario, Topology};
 use crate::workload;
 
 pub use env::{describe_topology, start_cluster};
+pub use kept::KeptCluster;
 
 use env::{bring_up, finish, Env};
 use phases::execute;

@@ -14,9 +14,8 @@ use crate::cli::SoakArgs;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::exit;
-use crate::lifecycle::RunGuard;
 use crate::report::{self, Case, IndexRow};
-use crate::runner::{self, Request, Reuse};
+use crate::runner::{self, KeptCluster, Request, Reuse};
 use crate::scenario::{self, ClusterSpec};
 
 /// One iteration, as the summary keeps it.
@@ -210,12 +209,6 @@ fn write_outputs(dir: &Path, summary: &Summary, junit: Option<&Path>) -> Result<
     Ok(())
 }
 
-async fn healthy(cluster: &Cluster) -> bool {
-    crate::ready::wait_ready(cluster, Duration::from_secs(120))
-        .await
-        .is_ok()
-}
-
 /// The scenario of the soak, at `--pulsar-version` if given, with a topic per iteration.
 fn load_scenario(args: &SoakArgs) -> Result<scenario::Scenario> {
     let mut s = scenario::load(&args.scenario)?;
@@ -306,37 +299,6 @@ impl Summary {
     }
 }
 
-/// Make sure there is a healthy cluster, re-creating (or creating) it if not.
-#[allow(clippy::too_many_arguments)]
-async fn ensure_cluster(
-    spec: &crate::scenario::DockerCluster,
-    image: Option<&str>,
-    soak_id: &str,
-    cluster: &mut Option<Arc<Cluster>>,
-    cluster_n: &mut u64,
-    guards: &mut Vec<RunGuard>,
-    summary: &mut Summary,
-) -> Result<()> {
-    let fine = match &*cluster {
-        Some(c) => healthy(c).await,
-        None => false,
-    };
-    if !fine {
-        if let Some(c) = cluster.take() {
-            eprintln!("soak: the cluster is not healthy any more; re-creating it");
-            let _ = c.down().await;
-            summary.cluster_restarts += 1;
-        }
-        *cluster_n += 1;
-        let run_id = format!("{soak_id}c{cluster_n}");
-        let (c, _) =
-            runner::start_cluster(spec, image.or(spec.image.as_deref()), &run_id, false).await?;
-        guards.push(RunGuard::new(&run_id));
-        *cluster = Some(Arc::new(c));
-    }
-    Ok(())
-}
-
 /// Count and record an iteration that ran (deleting its topic if it passed); true if it failed.
 async fn record_outcome(
     summary: &mut Summary,
@@ -422,9 +384,15 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
     let started_ms = crate::rundir::now_ms();
     let mut summary = Summary::empty(s.name.clone(), master, started_ms);
     // One cluster for every iteration.
-    let mut cluster: Option<Arc<Cluster>> = None;
-    let mut cluster_n = 0u64;
-    let mut guards: Vec<RunGuard> = Vec::new();
+    let mut kept = match &s.cluster {
+        ClusterSpec::Docker(spec) => Some(KeptCluster::new(
+            spec,
+            args.image.as_deref(),
+            &soak_id,
+            false,
+        )),
+        ClusterSpec::External { .. } => None,
+    };
     let result: Result<()> = async {
         loop {
             if crate::lifecycle::is_stopping() {
@@ -434,18 +402,14 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
             if budget_spent(&args, started, summary.iterations) {
                 break;
             }
-            if let ClusterSpec::Docker(spec) = &s.cluster {
-                ensure_cluster(
-                    spec,
-                    args.image.as_deref(),
-                    &soak_id,
-                    &mut cluster,
-                    &mut cluster_n,
-                    &mut guards,
-                    &mut summary,
-                )
-                .await?;
-            }
+            let cluster = match &mut kept {
+                Some(k) => {
+                    let c = k.ensure().await?;
+                    summary.cluster_restarts = k.restarts;
+                    Some(c)
+                }
+                None => None,
+            };
             summary.iterations += 1;
             let i = summary.iterations;
             let seed = crate::seed::iteration_seed(master, i);
@@ -482,8 +446,8 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
         Ok(())
     }
     .await;
-    if let Some(c) = cluster.take() {
-        let _ = c.down().await;
+    if let Some(k) = &mut kept {
+        k.finish().await;
     }
     summary.elapsed_s = started.elapsed().as_secs_f64();
     if crate::lifecycle::is_stopping() {
