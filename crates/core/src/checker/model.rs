@@ -243,8 +243,29 @@ pub struct DuplicateEntry {
     pub end: u64,
     pub copies: u32,
     /// value -> message ids of every copy (located by a second read; may be empty).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "value_keys"
+    )]
     pub message_ids: BTreeMap<u64, Vec<MsgId>>,
+}
+
+/// The values of `message_ids` as JSON writes them, as strings. `DuplicateEntry` is read
+/// through `Attributed`'s `flatten`, which hands map keys over as strings, and serde would not
+/// turn those into numbers: `verdict.json` with duplicates' ids could not be read back.
+fn value_keys<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<u64, Vec<MsgId>>, D::Error> {
+    let by_text: BTreeMap<String, Vec<MsgId>> = Deserialize::deserialize(d)?;
+    by_text
+        .into_iter()
+        .map(|(k, v)| {
+            k.parse::<u64>()
+                .map(|k| (k, v))
+                .map_err(|_| serde::de::Error::custom(format!("not a number: {k:?}")))
+        })
+        .collect()
 }
 
 /// What else the verdict needs to know besides the findings. Stored as it is in the run
