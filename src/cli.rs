@@ -63,6 +63,13 @@ pub enum Command {
     /// duplicates, recovery time per fault kind, throughput, and the scenario's `expect:`.
     /// Writes matrix.txt, matrix.json and matrix.html; exits with the worst verdict.
     Matrix(MatrixArgs),
+    /// Shrink a failing run to the smallest fault schedule that still fails the same way
+    /// (the same kind of violation with the same cause, or a stall or stuck read with the same
+    /// likely cause), each candidate run K times on one kept cluster. Writes
+    /// <RUN_DIR>/shrink/: minimal.yaml (reproduces without flags), log.jsonl, summary.json,
+    /// report.html. Exits with the original's code when the minimal case still fails, 4 when
+    /// the original could not be reproduced.
+    Shrink(ShrinkArgs),
     /// Write report.html of a run directory again from its history.
     Report { run_dir: PathBuf },
     /// Derive a run's verdict again, offline, from its stored read-back (readback.json) and
@@ -201,6 +208,24 @@ pub struct SoakArgs {
     /// Stop after this many iterations even if time is left.
     #[arg(long)]
     pub max_iterations: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct ShrinkArgs {
+    /// A failing run directory written by `run` (or by `soak`, `matrix`, `replay`).
+    pub run_dir: PathBuf,
+    /// Tries per candidate: it still fails when at least one try fails the same way.
+    #[arg(long, default_value_t = 3)]
+    pub times: u32,
+    /// Wall time for the whole shrink (e.g. 1h, 20m); when it runs out the best so far is the
+    /// answer, and the output says it may not be minimal.
+    #[arg(long, value_parser = parse_duration, default_value = "1h")]
+    pub budget: std::time::Duration,
+    /// Leave the cluster running afterwards.
+    #[arg(long)]
+    pub keep_cluster: bool,
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
 }
 
 #[derive(Debug, Args)]

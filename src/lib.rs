@@ -23,6 +23,7 @@ pub mod rundir;
 pub mod runner;
 pub mod scenario;
 pub mod seed;
+pub mod shrink;
 pub mod stuck;
 
 /// Test scratch directories (removed on success, kept on failure); shared with tests/.

@@ -38,6 +38,7 @@ pub mod matrix;
 mod page;
 mod run_page;
 mod scan;
+mod shrink;
 mod stuck;
 mod timeline;
 
@@ -45,6 +46,7 @@ pub use buckets::BUCKETS;
 pub use index::{write_index, IndexRow};
 pub use junit::{write_junit, Case};
 pub use run_page::write_html;
+pub use shrink::write_shrink;
 
 /// Rows listed one by one in a table before "n more" (the rest is in verdict.json).
 const TABLE_CAP: usize = 200;

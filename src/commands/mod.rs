@@ -8,6 +8,7 @@ pub mod replay;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod shrink;
 pub mod soak;
 
 use crate::cli::{ClusterCommand, Command, ImageCommand};
@@ -40,6 +41,7 @@ pub async fn dispatch(cmd: Command) -> Result<i32> {
             pulsar_version,
         } => replay::replay(&run_dir, times, out, progress.into(), pulsar_version).await,
         Command::Soak(args) => soak::soak(args).await,
+        Command::Shrink(args) => shrink::shrink(args).await,
         Command::Matrix(args) => matrix::matrix(args).await,
     }
 }

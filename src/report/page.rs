@@ -61,6 +61,7 @@ tr:target{background:#fff8c5}
 .swatch.line{height:2px;vertical-align:3px;background:#1f2d3d}
 .swatch.ring{width:9px;height:9px;border:1.5px solid #e8710a;border-radius:50%}
 .chart{border:1px solid var(--line);border-radius:8px;padding:8px 8px 4px}
+.side-by-side{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:16px}
 svg.timeline{display:block}
 svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","Liberation Sans",Arial,sans-serif}
 svg .plot{fill:#fbfcfd;stroke:#d0d7de}

@@ -13,6 +13,7 @@ mod findings;
 mod produce;
 mod recheck;
 mod replyloss;
+mod shrink;
 mod soak;
 mod stuck;
 mod versions;

@@ -40,18 +40,7 @@ pub enum ScenarioError {
 
 /// Parse and validate scenario text; `file` names it in errors.
 pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
-    let raw: ScenarioFile = serde_yaml_ng::from_str(text).map_err(|e| match e.location() {
-        Some(loc) => ScenarioError::Invalid {
-            file: file.to_string(),
-            line: loc.line(),
-            column: loc.column(),
-            message: strip_location(&e.to_string()),
-        },
-        None => ScenarioError::InvalidUnlocated {
-            file: file.to_string(),
-            message: e.to_string(),
-        },
-    })?;
+    let raw = parse_file(file, text)?;
     let locations = Locations::index(text);
     validate(raw).map_err(|(path, message)| match locations.find(&path) {
         Some((line, column)) => ScenarioError::Invalid {
@@ -63,6 +52,23 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
         None => ScenarioError::InvalidUnlocated {
             file: file.to_string(),
             message: format!("{}: {message}", path_to_string(&path)),
+        },
+    })
+}
+
+/// Parse scenario text into the file's serde types, unvalidated (what `shrink` edits); `file`
+/// names it in errors.
+pub fn parse_file(file: &str, text: &str) -> Result<ScenarioFile, ScenarioError> {
+    serde_yaml_ng::from_str(text).map_err(|e| match e.location() {
+        Some(loc) => ScenarioError::Invalid {
+            file: file.to_string(),
+            line: loc.line(),
+            column: loc.column(),
+            message: strip_location(&e.to_string()),
+        },
+        None => ScenarioError::InvalidUnlocated {
+            file: file.to_string(),
+            message: e.to_string(),
         },
     })
 }

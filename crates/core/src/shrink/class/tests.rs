@@ -57,6 +57,7 @@ fn stalled(cause: Option<String>) -> Verdict {
         failures: Vec::new(),
         broker_log: Vec::new(),
         likely_cause: cause,
+        partitions: Vec::new(),
     });
     v
 }

@@ -1,0 +1,183 @@
+//! Issue 12: `shrink` on a real Pulsar. A violation produced by the `naive` policy with
+//! dropped replies (three reply losses and an unload; each reply loss closes the producer's
+//! connection, so a commit in flight becomes ambiguous and naive resends it) shrinks to one
+//! fault, with every candidate a valid scenario in `shrink/NNN/`, the log, the summary, the
+//! report's side-by-side timelines, and a `minimal.yaml` that reproduces without flags.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::*;
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The run directory `run` wrote under `dir`.
+fn run_dir_in(dir: &Path) -> PathBuf {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("run.json").exists())
+        .unwrap_or_else(|| panic!("no run directory in {}", dir.display()))
+}
+
+fn scenario(dir: &Path) -> PathBuf {
+    let (bin, http) = free_ports();
+    let path = dir.join("shrink-naive.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "name: shrink-naive
+cluster: {{ topology: standalone, binary_port: {bin}, http_port: {http} }}
+workload:
+  topic: persistent://public/default/shrink-naive
+  partitions: 2
+  messages: 6000
+  txn_size: 50
+  concurrency: 2
+  txn_timeout: 20s
+  resend: naive
+faults:
+  - kind: reply_loss
+    name: lose-new-txn
+    reply: new_txn
+    count: 1
+    schedule: {{ after_commits: 5 }}
+  - kind: topic_unload
+    name: unload
+    schedule: {{ at: [2s] }}
+  - kind: reply_loss
+    name: lose-commit
+    reply: end_txn
+    count: 1
+    schedule: {{ after_commits: 20 }}
+  - kind: reply_loss
+    name: lose-receipt
+    reply: send_receipt
+    count: 1
+    schedule: {{ after_commits: 40 }}
+"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn a_naive_violation_with_dropped_replies_shrinks_to_one_fault() {
+    let dir = tmpdir("shrink");
+    let s = scenario(&dir);
+    // The original: a violation (the dropped END_TXN reply alone makes naive duplicate).
+    let o = run_scenario(&s, 7, &dir.join("original"), &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let original = run_dir_in(&dir.join("original"));
+    let o = Command::new(BIN)
+        .args(["shrink", original.to_str().unwrap()])
+        .args(["--times", "2", "--budget", "15m", "--progress", "none"])
+        .output()
+        .unwrap();
+    let t = text(&o);
+    // The exit code is the original's: the minimal case still fails.
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("preserving violation: duplicates (cause: ambiguity)"),
+        "{t}"
+    );
+    let out = original.join("shrink");
+    let sum = json(&out.join("summary.json"));
+    assert_eq!(sum["reproduced"], true, "{sum}");
+    assert_eq!(sum["complete"], true, "{sum}");
+    assert_eq!(sum["original"]["faults"], 4, "{sum}");
+    assert_eq!(sum["minimal"]["faults"], 1, "{sum}");
+    let rate = sum["rate"].as_array().unwrap_or_else(|| panic!("{sum}"));
+    assert!(rate[0].as_u64().unwrap() >= 1, "{sum}");
+    assert_eq!(rate[1], 2, "{sum}");
+    // The log: the pinned original first, then candidates in order, each a valid scenario in
+    // its own directory; the best size never grows.
+    let log: Vec<serde_json::Value> = std::fs::read_to_string(out.join("log.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(log.len() >= 3, "{log:?}");
+    assert_eq!(log[0]["id"], 0);
+    assert_eq!(log[0]["still_fails"], true, "{:?}", log[0]);
+    let mut best = u64::MAX;
+    for (i, l) in log.iter().enumerate() {
+        assert_eq!(l["id"], i as u64, "{l}");
+        let faults = l["best"]["faults"].as_u64().unwrap();
+        assert!(faults <= best, "the best grew: {l}");
+        best = faults;
+        let c = out.join(format!("{i:03}")).join("scenario.yaml");
+        let v = Command::new(BIN)
+            .args(["validate", c.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(v.status.code(), Some(0), "{}", text(&v));
+        for t in l["tries"].as_array().unwrap() {
+            let d = out.join(t["run_dir"].as_str().unwrap());
+            assert!(d.join("verdict.json").exists(), "{}", d.display());
+        }
+    }
+    assert_eq!(sum["candidates"], log.len() as u64 - 1, "{sum}");
+    // The report: both timelines and the candidates.
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        page.contains("<h3>Original <small>"),
+        "original side missing"
+    );
+    assert!(page.contains("<h3>Minimal <small>"), "minimal side missing");
+    assert_eq!(page.matches("<svg class=\"timeline\"").count(), 2);
+    assert!(page.contains("<h2 id=\"candidates\">"));
+    // minimal.yaml reproduces without flags: one fault, the seed inside.
+    let minimal = out.join("minimal.yaml");
+    let m = std::fs::read_to_string(&minimal).unwrap();
+    assert!(m.contains("seed: 7"), "{m}");
+    assert_eq!(m.matches("- kind: ").count(), 1, "{m}");
+    assert!(
+        t.contains(&format!("pulsar-chaos run {}", minimal.display())),
+        "{t}"
+    );
+    let o = Command::new(BIN)
+        .args(["run", minimal.to_str().unwrap(), "--out"])
+        .arg(dir.join("again"))
+        .args(["--progress", "none"])
+        .output()
+        .unwrap();
+    let again = json(&run_dir_in(&dir.join("again")).join("verdict.json"));
+    if rate[0] == rate[1] {
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert_eq!(again["status"], "violation", "{again}");
+    }
+    // A run that passed has no failure to preserve: refused before anything starts.
+    let passed = log
+        .iter()
+        .flat_map(|l| l["tries"].as_array().unwrap())
+        .find(|t| t["status"] == "pass")
+        .expect("a candidate that passed");
+    let o = Command::new(BIN)
+        .args(["shrink"])
+        .arg(out.join(passed["run_dir"].as_str().unwrap()))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("no failure to preserve"), "{}", text(&o));
+    // And a second shrink of the same run does not overwrite the first.
+    let o = Command::new(BIN)
+        .args(["shrink", original.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("holds a shrink already"), "{}", text(&o));
+}
