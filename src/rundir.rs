@@ -6,7 +6,7 @@
 //!   run.json        run id, seed, topic, cluster endpoints, the command that reproduces it
 //!   plan.json       the fault plan (pure function of scenario and seed)
 //!   history.jsonl   every operation and fault, timestamped
-//!   journal/        in-flight transactions (empty after a clean finish)
+//!   journal/wal     in-flight transactions, a write-ahead log (no attempt open after a clean finish)
 //!   readback.json   what the checker saw (`readlog`): per partition the runs of numbers in
 //!                   read order, every anomaly with message ids (uncapped), the checker's
 //!                   Context; written before verdict.json, read by `recheck`

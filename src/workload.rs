@@ -228,6 +228,11 @@ impl Producer {
         self.stats.clone()
     }
 
+    /// The journal writer's syncs and records so far (group commit: records per sync).
+    pub fn journal_counters(&self) -> crate::journal::Counters {
+        self.journal.counters()
+    }
+
     /// Close connections.
     pub async fn close(&self) {
         self.client.close_all().await;

@@ -93,7 +93,7 @@ pub(super) async fn execute(
     )
     .await;
     heal(&nemesis, &history, &producer, &proxy).await;
-    write_producer_json(dir, &report, &stats)?;
+    write_producer_json(dir, &report, &stats, producer.journal_counters())?;
     if crate::lifecycle::is_stopping() {
         history.record(EventBody::Note {
             message: "interrupted: faults healed, no read-back".into(),
@@ -386,8 +386,14 @@ async fn heal(
 }
 
 /// `producer.json`: the producer's throughput and outcome counts.
-fn write_producer_json(dir: &RunDir, report: &workload::Report, stats: &Stats) -> Result<()> {
+fn write_producer_json(
+    dir: &RunDir,
+    report: &workload::Report,
+    stats: &Stats,
+    journal: crate::journal::Counters,
+) -> Result<()> {
     let lat_n = stats.commit_latency_n.load(Ordering::Relaxed);
+    let elapsed = report.elapsed.as_secs_f64().max(1e-9);
     dir.write_json(
         "producer.json",
         &serde_json::json!({
@@ -399,6 +405,12 @@ fn write_producer_json(dir: &RunDir, report: &workload::Report, stats: &Stats) -
             "ambiguous": report.stats.ambiguous,
             "commit_latency_avg_ms": if lat_n > 0 { stats.commit_latency_us.load(Ordering::Relaxed) as f64 / lat_n as f64 / 1000.0 } else { 0.0 },
             "complete": report.complete,
+            // The journal's group commit: fdatasyncs, the records they covered, compactions.
+            "journal_syncs": journal.syncs,
+            "journal_records": journal.records,
+            "journal_compactions": journal.compactions,
+            "journal_syncs_per_s": journal.syncs as f64 / elapsed,
+            "journal_records_per_sync": if journal.syncs > 0 { journal.records as f64 / journal.syncs as f64 } else { 0.0 },
         }),
     )?;
     Ok(())

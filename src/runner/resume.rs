@@ -12,8 +12,8 @@ use crate::plan::Plan;
 
 /// The first attempt number of a resumed run: above every attempt the history or the
 /// journal names. The journal is synced before an attempt's first SEND and can be ahead of
-/// the history after a kill; a reused number would overwrite the old attempt's `txn-N.json`,
-/// or delete it when a resend of the reused number clears its predecessor.
+/// the history after a kill; a reused number would replace the old attempt's open record in
+/// the journal, or clear it when a resend of the reused number clears its predecessor.
 pub(super) fn next_attempt(history: &Path, journal: &Journal) -> Result<u64> {
     let journaled = journal
         .last_attempt()

@@ -134,7 +134,8 @@ impl Producer {
                             .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
                         self.stats.commit_latency_n.fetch_add(1, Ordering::Relaxed);
                     }
-                    self.record_committed(attempt, txn, try_no, n, evidence, after_ambiguity)?;
+                    self.record_committed(attempt, txn, try_no, n, evidence, after_ambiguity)
+                        .await?;
                     return Ok(End::Done);
                 }
                 Step::Resend {
@@ -147,7 +148,7 @@ impl Producer {
                 Step::ResendAmbiguous { why } => return Ok(again(why)),
                 Step::RetryCommit => backoff.wait().await,
                 Step::Withhold { why } => {
-                    self.withhold(attempt, &chunk.numbers, &why)?;
+                    self.withhold(attempt, &chunk.numbers, &why).await?;
                     return Ok(End::Done);
                 }
                 Step::Fatal(m) => return Err(TxnError::Fatal(m).into()),
@@ -158,7 +159,7 @@ impl Producer {
 
     /// A commit that applied: the journal entry cleared, the counters, and the history's
     /// outcome (or the resolution of an earlier ambiguity).
-    fn record_committed(
+    async fn record_committed(
         &self,
         attempt: u64,
         txn: TxnId,
@@ -167,7 +168,7 @@ impl Producer {
         evidence: String,
         after_ambiguity: bool,
     ) -> Result<(), JournalError> {
-        self.journal.clear(attempt)?;
+        self.journal.clear(attempt).await?;
         self.stats.committed.fetch_add(1, Ordering::Relaxed);
         self.stats
             .messages_committed

@@ -44,7 +44,7 @@ impl Producer {
         });
     }
 
-    pub(super) fn withhold(
+    pub(super) async fn withhold(
         &self,
         attempt: u64,
         numbers: &Ranges,
@@ -56,6 +56,6 @@ impl Producer {
             numbers: numbers.clone(),
             reason: reason.to_string(),
         });
-        self.journal.clear(attempt)
+        self.journal.clear(attempt).await
     }
 }

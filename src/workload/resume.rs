@@ -19,7 +19,14 @@ impl Producer {
     /// Continue from a journal left by an interrupted run: settle what its in-flight attempts
     /// did, queue their numbers again where needed, and start fresh numbers at the cursor.
     pub async fn resume(&self) -> Result<(), WorkloadError> {
-        let (cursor, entries) = self.journal.load()?;
+        let loaded = self.journal.load()?;
+        if let Some(damage) = &loaded.damage {
+            tracing::warn!("resuming: {damage}");
+            self.history.record(EventBody::Note {
+                message: format!("resuming: {damage}"),
+            });
+        }
+        let (cursor, entries) = (loaded.cursor, loaded.entries);
         let next = crate::journal::next_number(cursor, &entries);
         self.history.record(EventBody::Note {
             message: format!(
@@ -31,7 +38,7 @@ impl Producer {
         for e in &entries {
             match self.settle_leftover(e).await? {
                 Some(Outcome::Committed) => {
-                    self.journal.clear(e.attempt)?;
+                    self.journal.clear(e.attempt).await?;
                 }
                 Some(_) => self.requeue(e, "aborted before the interruption or by this resume"),
                 None => unresolved.push(e.clone()),
@@ -50,7 +57,8 @@ impl Producer {
                             e.attempt,
                             &e.numbers,
                             "ambiguous after the interruption; retry-commit withholds",
-                        )?;
+                        )
+                        .await?;
                     }
                 }
                 ResendPolicy::Verify => {
@@ -72,7 +80,7 @@ impl Producer {
                                         count(&e.numbers)
                                     ),
                                 });
-                                self.journal.clear(e.attempt)?;
+                                self.journal.clear(e.attempt).await?;
                             }
                             Some(_) => {
                                 self.history.record(EventBody::TxnResolved {
@@ -83,18 +91,21 @@ impl Producer {
                                 });
                                 self.requeue(e, "read-back found it aborted");
                             }
-                            None => self.withhold(
-                                e.attempt,
-                                &e.numbers,
-                                &format!(
-                                    "verify after resume: {}",
-                                    visible
-                                        .as_ref()
-                                        .err()
-                                        .map_or("its transaction was not in the read", |w| w
-                                            .as_str())
-                                ),
-                            )?,
+                            None => {
+                                self.withhold(
+                                    e.attempt,
+                                    &e.numbers,
+                                    &format!(
+                                        "verify after resume: {}",
+                                        visible
+                                            .as_ref()
+                                            .err()
+                                            .map_or("its transaction was not in the read", |w| w
+                                                .as_str())
+                                    ),
+                                )
+                                .await?
+                            }
                         }
                     }
                 }

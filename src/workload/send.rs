@@ -105,7 +105,9 @@ impl Producer {
             }
         }
         if !self.cfg.transactions {
-            return self.commit_without_txn(attempt, txn, receipts.len() as u64);
+            return self
+                .commit_without_txn(attempt, txn, receipts.len() as u64)
+                .await;
         }
         if !detach {
             return self
@@ -239,13 +241,13 @@ impl Producer {
 
     /// Without transactions an attempt whose sends were all acknowledged is final: its
     /// journal entry is cleared and it counts as committed.
-    fn commit_without_txn(
+    async fn commit_without_txn(
         &self,
         attempt: u64,
         txn: TxnId,
         messages: u64,
     ) -> Result<End, WorkloadError> {
-        self.journal.clear(attempt)?;
+        self.journal.clear(attempt).await?;
         self.stats.committed.fetch_add(1, Ordering::Relaxed);
         self.stats
             .messages_committed

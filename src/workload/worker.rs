@@ -9,7 +9,7 @@ use pulsar::message::proto::TxnAction;
 use tokio::time::Instant;
 
 use crate::history::{EventBody, Ranges, TxnId};
-use crate::journal::Entry;
+use crate::journal::{Entry, Record};
 use crate::txn::TxnError;
 
 use super::queue::{take_chunk, Chunk, End, Job};
@@ -154,8 +154,9 @@ impl Producer {
         let Some(txn) = self.open_txn(attempt, deadline).await? else {
             return Ok(End::Done);
         };
-        // Take the numbers and journal them under one lock (see journal.rs).
-        let chunk = {
+        // Take the numbers and queue their journal records under one lock (see journal.rs);
+        // none is sent before the sync that covers them.
+        let taken = {
             let mut q = self.queue.lock().expect("lock");
             if q.cursor >= self.cfg.messages {
                 None
@@ -166,22 +167,33 @@ impl Producer {
                     self.cfg.txn_size,
                     &self.cfg.skip,
                 );
-                let entry = Entry {
-                    attempt,
-                    txn,
-                    numbers: numbers.clone(),
-                    resend_of: None,
-                };
-                self.journal.record(&entry)?;
-                self.journal.set_cursor(next)?;
+                let synced = self.journal.submit(vec![
+                    Record::Opened(Entry {
+                        attempt,
+                        txn,
+                        numbers: numbers.clone(),
+                        resend_of: None,
+                    }),
+                    Record::Cursor { next },
+                ]);
                 q.cursor = next;
                 q.fresh_index += 1;
-                Some(Chunk {
-                    numbers,
-                    previous: None,
-                    index: q.fresh_index,
-                })
+                Some((
+                    Chunk {
+                        numbers,
+                        previous: None,
+                        index: q.fresh_index,
+                    },
+                    synced,
+                ))
             }
+        };
+        let chunk = match taken {
+            Some((chunk, synced)) => {
+                synced.synced().await?;
+                Some(chunk)
+            }
+            None => None,
         };
         let chunk = chunk.filter(|c| !c.numbers.is_empty());
         let Some(chunk) = chunk else {
@@ -205,15 +217,18 @@ impl Producer {
         let Some(txn) = self.open_txn(attempt, deadline).await? else {
             return Ok(End::Resend(chunk));
         };
-        self.journal.record(&Entry {
+        // The new attempt first, then its predecessor final (a crash between them leaves both,
+        // and `load` takes the new one for the numbers), synced together.
+        let mut records = vec![Record::Opened(Entry {
             attempt,
             txn,
             numbers: chunk.numbers.clone(),
             resend_of: chunk.previous,
-        })?;
+        })];
         if let Some(prev) = chunk.previous {
-            self.journal.clear(prev)?;
+            records.push(Record::Final { attempt: prev });
         }
+        self.journal.submit(records).synced().await?;
         self.carry(attempt, txn, chunk, deadline, detach).await
     }
 }

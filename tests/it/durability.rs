@@ -179,11 +179,9 @@ fn kill_and_resume(name: &str, seed: u64, kills: usize, faults: &str) {
             rustix::process::Signal::KILL,
         );
         let _ = child.wait();
-        let in_flight = std::fs::read_dir(run_dir.join("journal"))
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with("txn-"))
-            .count();
+        let in_flight = pulsar_chaos::journal::read(&run_dir.join("journal"))
+            .map(|l| l.entries.len())
+            .unwrap_or(0);
         done.push(format!("{landed:?}+{delay}ms ({in_flight} in the journal)"));
         child = resume(&run_dir, &dir.join(format!("segment-{}.log", k + 1)));
     }

@@ -28,13 +28,10 @@ fn a_hundred_thousand_numbers_pass_and_an_independent_read_agrees() {
     let info: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
     let run_id = info["run_id"].as_str().unwrap().to_string();
-    // The journal is empty after a clean finish.
-    let left: Vec<_> = std::fs::read_dir(run_dir.join("journal"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("txn-"))
-        .collect();
-    assert!(left.is_empty(), "journal entries left: {left:?}");
+    // No attempt is left open in the journal after a clean finish.
+    let left = pulsar_chaos::journal::read(&run_dir.join("journal")).unwrap();
+    assert!(left.entries.is_empty(), "journal entries left: {left:?}");
+    assert_eq!(left.damage, None);
     // An independent client reads the same.
     let payloads = rt().block_on(independent_readback(
         info["service_url"].as_str().unwrap(),
@@ -209,11 +206,10 @@ fn a_run_killed_mid_way_resumes_without_losing_a_number() {
         rustix::process::Signal::KILL,
     );
     let _ = child.wait();
-    let journaled = std::fs::read_dir(run_dir.join("journal"))
+    let journaled = pulsar_chaos::journal::read(&run_dir.join("journal"))
         .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("txn-"))
-        .count();
+        .entries
+        .len();
 
     let o = run(&[
         "run",

@@ -29,27 +29,27 @@ fn entry(attempt: u64) -> crate::journal::Entry {
 
 /// Regression (issue 10, point 4): after a kill the journal had attempt 7 in flight while
 /// the buffered history ended at 5; the resumed run numbered from 6 and its attempt 7
-/// overwrote the old `txn-7.json`.
-#[test]
-fn a_resumed_run_numbers_above_a_journal_ahead_of_the_history() {
+/// overwrote the old `txn-7.json` (the old layout; the write-ahead log keeps the rule).
+#[tokio::test]
+async fn a_resumed_run_numbers_above_a_journal_ahead_of_the_history() {
     let d = scratch("journal-ahead");
     let h = History::create(&d.join("history.jsonl"), Instant::now(), false).unwrap();
     (1..=5).for_each(|a| opened(&h, a));
     drop(h);
     let j = Journal::open(&d.join("journal")).unwrap();
-    j.record(&entry(6)).unwrap();
-    j.record(&entry(7)).unwrap();
+    j.record(&entry(6)).await.unwrap();
+    j.record(&entry(7)).await.unwrap();
     assert_eq!(next_attempt(&d.join("history.jsonl"), &j).unwrap(), 8);
 }
 
-#[test]
-fn a_resumed_run_numbers_above_a_history_ahead_of_the_journal() {
+#[tokio::test]
+async fn a_resumed_run_numbers_above_a_history_ahead_of_the_journal() {
     let d = scratch("history-ahead");
     let h = History::create(&d.join("history.jsonl"), Instant::now(), false).unwrap();
     (1..=9).for_each(|a| opened(&h, a));
     drop(h);
     let j = Journal::open(&d.join("journal")).unwrap();
-    j.record(&entry(4)).unwrap();
+    j.record(&entry(4)).await.unwrap();
     assert_eq!(next_attempt(&d.join("history.jsonl"), &j).unwrap(), 10);
 }
 
