@@ -180,4 +180,46 @@ fn a_naive_violation_with_dropped_replies_shrinks_to_one_fault() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("holds a shrink already"), "{}", text(&o));
+
+    // Ctrl-C keeps the best so far: a second shrink (the first moved away), interrupted once
+    // a candidate has been judged, exits 130 with minimal.yaml, the log and a summary that
+    // says it was interrupted, and its cluster removed.
+    std::fs::rename(&out, original.join("shrink-1")).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["shrink", original.to_str().unwrap()])
+        .args(["--times", "1", "--progress", "none"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while std::fs::read_to_string(out.join("log.jsonl"))
+        .map(|t| t.lines().count() < 2)
+        .unwrap_or(true)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no candidate judged within 300 s"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the shrink ended early");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let _ = rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::INT,
+    );
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert!(out.join("minimal.yaml").exists());
+    let sum = json(&out.join("summary.json"));
+    assert_eq!(sum["interrupted"], true, "{sum}");
+    assert_eq!(sum["complete"], false, "{sum}");
+    let run_id = json(&original.join("run.json"))["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let left = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(leftovers(&format!("{run_id}sc1")));
+    assert_eq!(left, (0, 0, 0), "the shrink's cluster is left: {}", text(&o));
 }
