@@ -65,6 +65,12 @@ pub enum JournalError {
     Failed { path: String, message: String },
     #[error("journal {path}: its writer has stopped")]
     Closed { path: String },
+    #[error(
+        "cannot resume: {damage}. The records after it are lost, so a resume could send \
+         committed numbers again or leave numbers out, and the verdict would blame Pulsar for \
+         it; run the scenario afresh"
+    )]
+    Damaged { damage: String },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> JournalError + '_ {
@@ -98,6 +104,20 @@ pub struct Loaded {
     /// Where reading stopped before the end of the file, if it did (a warning for the user:
     /// a torn last record is what a crash leaves; anything else is corruption).
     pub damage: Option<Damage>,
+}
+
+impl Loaded {
+    /// Whether a resume may go on from what was read: yes when the file was read to its end or
+    /// only a torn last record was left (its writer never saw it synced, so none of its numbers
+    /// was sent); no for a corrupt or unreadable record, after which records are lost.
+    pub fn resumable(&self) -> Result<(), JournalError> {
+        match &self.damage {
+            Some(d) if d.kind != DamageKind::Torn => Err(JournalError::Damaged {
+                damage: d.to_string(),
+            }),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Tuning of a journal.

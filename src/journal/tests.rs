@@ -233,6 +233,32 @@ async fn a_torn_last_record_ends_the_read_with_a_warning() {
     assert_eq!((attempts(&l), l.damage), (vec![1, 3], None));
 }
 
+/// A torn tail is what a crash leaves and a resume goes on; a corrupt record loses the records
+/// after it, so a resume is refused (it could resend committed numbers or leave some out, which
+/// the verdict would blame on Pulsar).
+#[tokio::test]
+async fn a_resume_goes_on_after_a_torn_tail_and_is_refused_after_corruption() {
+    let d = dir("resumable");
+    {
+        let j = Journal::open(&d).unwrap();
+        j.record(&entry(1, 0, 100, None)).await.unwrap();
+        j.record(&entry(2, 100, 200, None)).await.unwrap();
+        j.record(&entry(3, 200, 300, None)).await.unwrap();
+    }
+    let (offsets, len) = record_offsets(&d);
+    assert_eq!(offsets.len(), 3);
+    let sound = fs::read(d.join(FILE)).unwrap();
+    assert!(read(&d).unwrap().resumable().is_ok());
+    fs::write(d.join(FILE), &sound[..(offsets[2] + len) / 2]).unwrap();
+    assert!(read(&d).unwrap().resumable().is_ok(), "a torn tail");
+    let mut bad = sound.clone();
+    bad[offsets[1] + 8 + 5] ^= 0x20;
+    fs::write(d.join(FILE), &bad).unwrap();
+    let err = read(&d).unwrap().resumable().unwrap_err();
+    assert!(matches!(err, JournalError::Damaged { .. }), "{err}");
+    assert!(err.to_string().starts_with("cannot resume: "), "{err}");
+}
+
 #[tokio::test]
 async fn a_zero_filled_tail_reads_as_torn() {
     let d = dir("zeros");

@@ -20,6 +20,7 @@ impl Producer {
     /// did, queue their numbers again where needed, and start fresh numbers at the cursor.
     pub async fn resume(&self) -> Result<(), WorkloadError> {
         let loaded = self.journal.load()?;
+        loaded.resumable()?;
         if let Some(damage) = &loaded.damage {
             tracing::warn!("resuming: {damage}");
             self.history.record(EventBody::Note {

@@ -201,7 +201,10 @@ fn a_naive_violation_with_dropped_replies_shrinks_to_one_fault() {
             std::time::Instant::now() < deadline,
             "no candidate judged within 300 s"
         );
-        assert!(child.try_wait().unwrap().is_none(), "the shrink ended early");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the shrink ended early"
+        );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     let _ = rustix::process::kill_process(
@@ -221,5 +224,10 @@ fn a_naive_violation_with_dropped_replies_shrinks_to_one_fault() {
     let left = tokio::runtime::Runtime::new()
         .unwrap()
         .block_on(leftovers(&format!("{run_id}sc1")));
-    assert_eq!(left, (0, 0, 0), "the shrink's cluster is left: {}", text(&o));
+    assert_eq!(
+        left,
+        (0, 0, 0),
+        "the shrink's cluster is left: {}",
+        text(&o)
+    );
 }
