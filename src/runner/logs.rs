@@ -2,15 +2,17 @@
 //! directory, scanned for the broker lines about the topic since a stall began, and the
 //! brokers' lines about the anomalies' transactions quoted in the verdict.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::brokerlog::{BrokerLine, TxnLog};
 use crate::checker::{self, Context, Verdict};
 use crate::cluster::{Cluster, Role};
 use crate::error::Result;
-use crate::history::{self, History};
+use crate::history::{self, History, TxnId};
 use crate::rundir::{now_ms, RunDir, RunInfo};
 use crate::stall::LogEvidence;
-use crate::stuck::StuckPartition;
+use crate::stuck::{self, StuckPartition};
 
 use super::env::Env;
 
@@ -57,7 +59,7 @@ pub(super) async fn stall_logs(
         stall_log.sort_by_key(|e| std::cmp::Reverse(e.count));
         stall_log.truncate(10);
         stall_cause = crate::stall::known_cause(&stall_log, &namespace);
-        super::stuck::quote_lines(&mut partitions, &all, info);
+        quote_lines(&mut partitions, &all, info);
         logs = Some(all);
     }
     StallLogs {
@@ -167,6 +169,105 @@ pub(super) async fn save_logs(
         }
     }
     all
+}
+
+/// Broker lines quoted per partition.
+const LINES_PER_PARTITION: usize = 12;
+
+/// The brokers' WARN/ERROR lines since the run began that name a transaction holding a
+/// partition, or name the partition and no transaction: quoted under the partition.
+pub(super) fn quote_lines(
+    partitions: &mut [StuckPartition],
+    all: &[(Role, String, String)],
+    info: &RunInfo,
+) {
+    // Lines that name no transaction are gathered under a query no real transaction has,
+    // over the whole run; the transactions' own queries gather the lines that name them.
+    const ANY: TxnId = TxnId {
+        most: u64::MAX,
+        least: u64::MAX,
+    };
+    let mut queries: BTreeMap<TxnId, Vec<(u64, u64)>> = partitions
+        .iter()
+        .flat_map(|p| &p.txns)
+        .filter_map(|t| stuck::parse_txn(&t.txn))
+        .map(|t| (t, Vec::new()))
+        .collect();
+    queries.insert(ANY, vec![(info.started_ms, now_ms())]);
+    let found: Vec<TxnLog> = scan_brokers(all, &queries, &info.topic);
+    let severe = |l: &&BrokerLine| matches!(l.level.as_str(), "WARN" | "ERROR");
+    for p in partitions.iter_mut() {
+        let local = p
+            .partition
+            .rsplit('/')
+            .next()
+            .unwrap_or(&p.partition)
+            .to_string();
+        let mine: Vec<String> = p.txns.iter().map(|t| t.txn.clone()).collect();
+        let mut lines: Vec<BrokerLine> = Vec::new();
+        for log in &found {
+            if log.txn == ANY {
+                lines.extend(
+                    log.during
+                        .iter()
+                        .filter(severe)
+                        .filter(|l| names_partition(&l.message, &local))
+                        .cloned(),
+                );
+            } else if mine.contains(&log.txn.to_string()) {
+                lines.extend(log.named.iter().filter(severe).cloned());
+            }
+        }
+        p.broker_lines = pick_lines(lines, &local);
+    }
+}
+
+/// The lines to quote under a partition, at most `LINES_PER_PARTITION`: first the earliest
+/// line of each step of the known pattern (`stuck::PATTERN`), then the lines naming the
+/// partition, then the rest; shown in time order.
+fn pick_lines(mut lines: Vec<BrokerLine>, local: &str) -> Vec<BrokerLine> {
+    let by_time = |a: &BrokerLine, b: &BrokerLine| {
+        (&a.time, &a.file, a.line).cmp(&(&b.time, &b.file, b.line))
+    };
+    lines.sort_by(by_time);
+    lines.dedup_by(|a, b| a.file == b.file && a.line == b.line);
+    let mut picked: Vec<BrokerLine> = Vec::new();
+    let take = |l: &BrokerLine, picked: &mut Vec<BrokerLine>| {
+        if picked.len() < LINES_PER_PARTITION
+            && !picked.iter().any(|p| p.file == l.file && p.line == l.line)
+        {
+            picked.push(l.clone());
+        }
+    };
+    // The coordinator's giving up names a transaction, not the partition.
+    let gave_up = stuck::PATTERN[3];
+    for key in stuck::PATTERN {
+        if let Some(l) = lines.iter().find(|l| {
+            l.message.contains(key) && (key == gave_up || names_partition(&l.message, local))
+        }) {
+            take(l, &mut picked);
+        }
+    }
+    for naming in [true, false] {
+        for l in lines
+            .iter()
+            .filter(|l| names_partition(&l.message, local) == naming)
+        {
+            take(l, &mut picked);
+        }
+    }
+    picked.sort_by(by_time);
+    picked
+}
+
+/// Whether a line names this partition (`t-partition-1`, not `t-partition-10`).
+fn names_partition(message: &str, local: &str) -> bool {
+    message.match_indices(local).any(|(i, _)| {
+        !message[i + local.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit())
+    })
 }
 
 #[cfg(test)]

@@ -80,14 +80,7 @@ pub struct PlannedFault {
 impl PlannedFault {
     /// How long the fault stays before its heal (0 for an unload).
     pub fn hold(&self) -> Duration {
-        match &self.kind {
-            FaultKind::BrokerRestart { down_for, .. }
-            | FaultKind::BookieRestart { down_for, .. }
-            | FaultKind::ZookeeperRestart { down_for, .. } => *down_for,
-            FaultKind::PacketLoss { duration, .. } | FaultKind::Pause { duration } => *duration,
-            FaultKind::TopicUnload { .. } => Duration::ZERO,
-            FaultKind::ReplyLoss { duration, .. } => duration.unwrap_or(Duration::ZERO),
-        }
+        self.kind.hold()
     }
 
     /// How long the fault stays before its heal at most; `None`: until the fault says it is

@@ -22,9 +22,9 @@ mod search;
 mod test_support;
 
 pub use class::{cause_key, Anomaly, AnomalyKind, FailureClass};
-pub use knob::{AT_FLOOR, HOLD_FLOOR, MESSAGES_FLOOR};
+pub use knob::{Phase, AT_FLOOR, HOLD_FLOOR, MESSAGES_FLOOR};
 pub use pin::pin;
-pub use search::{Candidate, Phase, ShrinkError, Shrinker, Size};
+pub use search::{Candidate, ShrinkError, Shrinker, Size};
 
 use crate::scenario::ScenarioFile;
 

@@ -145,3 +145,65 @@ fn broker_lines_are_quoted_stored_and_rechecked() {
     assert_eq!(rechecked, v);
     let _ = std::fs::remove_dir_all(&path);
 }
+
+// ---- The lines quoted under a held or stalled partition. ----
+
+#[test]
+fn the_known_patterns_lines_are_quoted_first() {
+    use crate::brokerlog::BrokerLine;
+    let l = |n: u64, message: &str| BrokerLine {
+        node: "broker-1".into(),
+        file: "logs/broker-1.log".into(),
+        line: n,
+        level: "ERROR".into(),
+        time: format!("2026-12-01T00:50:{:02},000", n % 60),
+        message: message.into(),
+    };
+    // Many early lines about other partitions, then the pattern on t-partition-1.
+    let mut lines: Vec<BrokerLine> = (0..20)
+        .map(|i| {
+            l(
+                i,
+                "handleEndTxnOnPartition fail!, topic t-partition-0, txnId: [(0,1)]",
+            )
+        })
+        .collect();
+    lines.push(l(40, "Closing topic t-partition-1 due to read transaction buffer snapshot while recovering the transaction buffer throw exception"));
+    lines.push(l(
+        41,
+        "handleEndTxnOnPartition fail!, topic t-partition-1, txnId: [(0,1)]",
+    ));
+    lines.push(l(
+        42,
+        "[t-partition-1] Got end txn on topic response for request 3 error UnknownError",
+    ));
+    lines.push(l(43, "End transaction fail! TxnId : (0,1), TxnAction : 1"));
+    let picked = pick_lines(lines, "t-partition-1");
+    assert_eq!(picked.len(), LINES_PER_PARTITION);
+    let numbers: Vec<u64> = picked.iter().map(|p| p.line).collect();
+    for n in [40, 41, 42, 43] {
+        assert!(numbers.contains(&n), "{numbers:?}");
+    }
+    // Time order.
+    assert!(
+        picked.windows(2).all(|w| w[0].time <= w[1].time),
+        "{numbers:?}"
+    );
+}
+
+#[test]
+fn a_partition_is_named_whole() {
+    assert!(names_partition(
+        "abort on topic t-partition-1 failed",
+        "t-partition-1"
+    ));
+    assert!(names_partition("[t-partition-1]", "t-partition-1"));
+    assert!(!names_partition(
+        "abort on topic t-partition-10",
+        "t-partition-1"
+    ));
+    assert!(names_partition(
+        "t-partition-10 and t-partition-1",
+        "t-partition-1"
+    ));
+}

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use super::findings::{DupSpan, Span};
-use super::history_view::HistoryView;
+use super::history_view::{secs, HistoryView};
 use super::model::{AttemptRecord, Attributed, Cause, Context, DuplicateEntry, NO_TXN};
 use crate::history::{Outcome, TxnId};
 
@@ -90,11 +90,6 @@ fn records_for(view: Option<&HistoryView>, s: u64, e: u64) -> Vec<&AttemptRecord
             .filter(|a| a.numbers.iter().any(|(a0, a1)| *a0 < e && s < *a1))
             .collect(),
     }
-}
-
-/// Milliseconds as seconds, to a tenth: `12.3s`.
-pub(super) fn secs(ms: u64) -> String {
-    format!("{:.1}s", ms as f64 / 1000.0)
 }
 
 /// One line of evidence per attempt: what Pulsar answered, and what the producer did then.

@@ -7,7 +7,6 @@ use std::fmt;
 
 use rangemap::RangeInclusiveSet;
 
-use super::attribution::secs;
 use super::model::{AttemptRecord, FaultRecord, ProducerSummary, StallFinding};
 use crate::history::{Event, EventBody, Outcome, TxnId};
 
@@ -339,6 +338,11 @@ impl Scan<'_> {
         }
         v
     }
+}
+
+/// A run time in seconds, as the evidence lines write it: `12.3s`.
+pub(super) fn secs(ms: u64) -> String {
+    format!("{:.1}s", ms as f64 / 1000.0)
 }
 
 #[cfg(test)]

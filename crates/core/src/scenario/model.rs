@@ -8,7 +8,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::file::ScenarioFile;
-use super::resolve::resolve_cluster_file;
 
 /// The Pulsar version a scenario runs when it names none (see `versions`).
 pub const PULSAR_VERSION: &str = crate::versions::DEFAULT;
@@ -30,23 +29,6 @@ pub struct Scenario {
     /// The scenario as resolved (defaults filled in), in the file's own shape: written to the
     /// run directory as `scenario.yaml`.
     pub resolved: ScenarioFile,
-}
-
-impl Scenario {
-    /// Run another Pulsar version than the file names (`--pulsar-version`): recorded in the
-    /// resolved scenario too, so the run directory's copy reproduces it without flags.
-    pub fn set_pulsar_version(&mut self, version: &str) -> Result<(), String> {
-        crate::versions::validate(version)?;
-        match &mut self.cluster {
-            ClusterSpec::Docker(d) => d.pulsar_version = version.to_string(),
-            ClusterSpec::External { .. } => return Err(
-                "--pulsar-version applies to a cluster the harness starts, not to an external one"
-                    .into(),
-            ),
-        }
-        self.resolved.cluster = resolve_cluster_file(&self.cluster);
-        Ok(())
-    }
 }
 
 /// How a run can end, as a scenario's `expect:` names it: a verdict, or `stalled` (an
@@ -338,6 +320,19 @@ impl fmt::Display for ReplyKind {
 }
 
 impl FaultKind {
+    /// How long the fault stays before its heal (0 for an unload, and for a reply loss
+    /// without a duration, which lasts until its count is spent).
+    pub fn hold(&self) -> Duration {
+        match self {
+            FaultKind::BrokerRestart { down_for, .. }
+            | FaultKind::BookieRestart { down_for, .. }
+            | FaultKind::ZookeeperRestart { down_for, .. } => *down_for,
+            FaultKind::PacketLoss { duration, .. } | FaultKind::Pause { duration } => *duration,
+            FaultKind::TopicUnload { .. } => Duration::ZERO,
+            FaultKind::ReplyLoss { duration, .. } => duration.unwrap_or(Duration::ZERO),
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             FaultKind::BrokerRestart { .. } => "broker_restart",

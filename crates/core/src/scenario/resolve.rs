@@ -1,5 +1,6 @@
 //! The way back: the validated scenario written in the file's own shape, defaults filled in
-//! (`Scenario::resolved`, the `scenario.yaml` a run directory keeps and a rerun parses).
+//! (`Scenario::resolved`, the `scenario.yaml` a run directory keeps and a rerun parses), and
+//! `Scenario::set_pulsar_version`, which changes the scenario and its resolved copy together.
 
 use std::time::Duration;
 
@@ -60,5 +61,22 @@ impl Scenario {
     /// The resolved scenario as YAML (for the run directory).
     pub fn resolved_yaml(&self) -> String {
         serde_yaml_ng::to_string(&self.resolved).unwrap_or_default()
+    }
+}
+
+impl Scenario {
+    /// Run another Pulsar version than the file names (`--pulsar-version`): recorded in the
+    /// resolved scenario too, so the run directory's copy reproduces it without flags.
+    pub fn set_pulsar_version(&mut self, version: &str) -> Result<(), String> {
+        crate::versions::validate(version)?;
+        match &mut self.cluster {
+            ClusterSpec::Docker(d) => d.pulsar_version = version.to_string(),
+            ClusterSpec::External { .. } => return Err(
+                "--pulsar-version applies to a cluster the harness starts, not to an external one"
+                    .into(),
+            ),
+        }
+        self.resolved.cluster = resolve_cluster_file(&self.cluster);
+        Ok(())
     }
 }

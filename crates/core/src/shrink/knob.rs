@@ -2,10 +2,11 @@
 //! commit count), each hold, `messages`, `concurrency`; for each, how to read it, change it,
 //! the floor it stops at and the words that say what a candidate changed.
 
+use std::fmt;
 use std::time::Duration;
 
-use super::search::Phase;
 use crate::scenario::{Dur, FaultFile, OneOrMany, Scenario, ScenarioFile, Timing};
+use serde::{Deserialize, Serialize};
 
 /// The earliest a firing is moved to when no firing comes before it: the producer has begun.
 pub const AT_FLOOR: Duration = Duration::from_secs(2);
@@ -13,6 +14,32 @@ pub const AT_FLOOR: Duration = Duration::from_secs(2);
 pub const HOLD_FLOOR: Duration = Duration::from_secs(1);
 /// The fewest numbers a candidate sends (more when the transactions or the faults need more).
 pub const MESSAGES_FLOOR: u64 = 1000;
+
+/// The step of the search a candidate comes from, in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// Whole fault entries dropped (delta debugging over the list).
+    DropFaults,
+    /// A firing moved earlier (toward the one before it).
+    Earlier,
+    /// A `down_for` or `duration` shortened.
+    ShorterHolds,
+    FewerMessages,
+    LowerConcurrency,
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Phase::DropFaults => "drop-faults",
+            Phase::Earlier => "earlier",
+            Phase::ShorterHolds => "shorter-holds",
+            Phase::FewerMessages => "fewer-messages",
+            Phase::LowerConcurrency => "lower-concurrency",
+        })
+    }
+}
 
 /// One number of the scenario the search lowers; `usize`: the fault entry's position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,7 +219,7 @@ fn messages_floor(s: &Scenario) -> u64 {
     let txn = u64::from(w.txn_size);
     let mut floor = MESSAGES_FLOOR.max(txn * u64::from(w.concurrency));
     for f in &s.faults {
-        let hold = ms(super::search::kind_hold(&f.kind));
+        let hold = ms(f.kind.hold());
         match &f.schedule.timing {
             Timing::AfterCommits(v) => {
                 let last = v.iter().max().copied().unwrap_or(0);

@@ -8,36 +8,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::knob::{entry_name, knobs, Knob};
+use super::knob::{entry_name, knobs, Knob, Phase};
 use super::lower::Lower;
 use super::to_yaml;
-use crate::scenario::{self, FaultKind, Scenario, ScenarioError, ScenarioFile, Timing};
-
-/// The step of the search a candidate comes from, in the order they run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Phase {
-    /// Whole fault entries dropped (delta debugging over the list).
-    DropFaults,
-    /// A firing moved earlier (toward the one before it).
-    Earlier,
-    /// A `down_for` or `duration` shortened.
-    ShorterHolds,
-    FewerMessages,
-    LowerConcurrency,
-}
-
-impl fmt::Display for Phase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Phase::DropFaults => "drop-faults",
-            Phase::Earlier => "earlier",
-            Phase::ShorterHolds => "shorter-holds",
-            Phase::FewerMessages => "fewer-messages",
-            Phase::LowerConcurrency => "lower-concurrency",
-        })
-    }
-}
+use crate::scenario::{self, Scenario, ScenarioError, ScenarioFile, Timing};
 
 /// How big a scenario is. A candidate is no larger than the best so far in any of these, and
 /// smaller in at least one.
@@ -68,7 +42,7 @@ impl Size {
         }
         Size {
             faults: s.faults.len(),
-            hold_ms: s.faults.iter().map(|f| ms(kind_hold(&f.kind))).sum(),
+            hold_ms: s.faults.iter().map(|f| ms(f.kind.hold())).sum(),
             offsets_ms,
             commits,
             messages: s.workload.messages,
@@ -96,19 +70,6 @@ impl fmt::Display for Size {
             "{} fault(s), {held} held, {} messages, concurrency {}",
             self.faults, self.messages, self.concurrency
         )
-    }
-}
-
-/// How long a fault kind holds before its heal (0: an unload, or a reply loss without a
-/// duration).
-pub(super) fn kind_hold(k: &FaultKind) -> Duration {
-    match k {
-        FaultKind::BrokerRestart { down_for, .. }
-        | FaultKind::BookieRestart { down_for, .. }
-        | FaultKind::ZookeeperRestart { down_for, .. } => *down_for,
-        FaultKind::PacketLoss { duration, .. } | FaultKind::Pause { duration } => *duration,
-        FaultKind::ReplyLoss { duration, .. } => duration.unwrap_or(Duration::ZERO),
-        FaultKind::TopicUnload { .. } => Duration::ZERO,
     }
 }
 
