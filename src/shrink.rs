@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 pub use pulsar_chaos_core::shrink::*;
 
-use crate::checker::Verdict;
+use crate::checker::{Status, Verdict};
 use crate::error::{Error, Result};
 use crate::plan::Plan;
 use crate::rundir::{RunDir, RunInfo};
@@ -69,6 +69,8 @@ pub struct LogLine {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub original_run: String,
+    /// How the original run ended (the shrink's exit code when the minimal case still fails).
+    pub original_status: Status,
     pub seed: u64,
     /// The class preserved, in words.
     pub preserving: String,
@@ -98,14 +100,16 @@ struct Session {
     job: Job,
     out: PathBuf,
     class: FailureClass,
+    /// How the original run ended.
+    original: Status,
     seed: u64,
     image: Option<String>,
     external: Option<ClusterSpec>,
     kept: Option<KeptCluster>,
     started: Instant,
     log: Vec<LogLine>,
-    /// The latest run that failed the same way, per candidate id.
-    failing_run: Option<(u32, String)>,
+    /// The latest run that failed the same way (the best candidate's, relative to `out`).
+    failing_run: Option<String>,
 }
 
 /// The shrink directory of a run.
@@ -173,6 +177,7 @@ pub async fn shrink(job: Job) -> Result<Summary> {
         job,
         out,
         class,
+        original: verdict.status,
         seed: info.seed,
         image: info.image.clone(),
         external,
@@ -277,7 +282,7 @@ impl Session {
             let t = self.try_once(&s, &path, &cdir).await?;
             fails = t.same;
             if let (true, Some(d)) = (t.same, &t.run_dir) {
-                self.failing_run = Some((id, d.clone()));
+                self.failing_run = Some(d.clone());
             }
             tries.push(t);
             if fails {
@@ -409,6 +414,7 @@ impl Session {
         let minimal = self.out.join("minimal.yaml");
         let summary = Summary {
             original_run: self.job.run_dir.display().to_string(),
+            original_status: self.original,
             seed: self.seed,
             preserving: self.class.to_string(),
             times: self.job.times,
@@ -421,7 +427,7 @@ impl Session {
             interrupted: crate::lifecycle::is_stopping(),
             reproduced,
             rate,
-            minimal_run: self.failing_run.as_ref().map(|(_, d)| d.clone()),
+            minimal_run: self.failing_run.clone(),
             reproduce: format!("pulsar-chaos run {}", minimal.display()),
         };
         let text = serde_json::to_string_pretty(&summary).expect("summaries serialize") + "\n";

@@ -13,7 +13,12 @@ use crate::scenario::{self, ClusterSpec};
 
 /// The exit code of a verdict.
 pub fn exit_code(v: &Verdict) -> i32 {
-    match v.status {
+    status_code(v.status)
+}
+
+/// The exit code of a verdict's status.
+pub fn status_code(status: Status) -> i32 {
+    match status {
         Status::Pass => exit::PASS,
         Status::Violation => exit::VIOLATION,
         Status::Inconclusive => exit::INCONCLUSIVE,

@@ -9,8 +9,6 @@ pub async fn shrink(args: ShrinkArgs) -> Result<i32> {
     if args.times == 0 {
         return Err(Error::Usage("--times must be at least 1".into()));
     }
-    let original: crate::checker::Verdict =
-        crate::rundir::RunDir::open(&args.run_dir)?.read_json("verdict.json")?;
     let job = Job {
         run_dir: args.run_dir.clone(),
         times: args.times,
@@ -28,7 +26,7 @@ pub async fn shrink(args: ShrinkArgs) -> Result<i32> {
         return Err(Error::Interrupted);
     }
     Ok(if s.reproduced {
-        super::run::exit_code(&original)
+        super::run::status_code(s.original_status)
     } else {
         exit::INCONCLUSIVE
     })

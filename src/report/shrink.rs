@@ -13,7 +13,7 @@ use super::timeline::timeline_svg;
 use crate::checker::Verdict;
 use crate::error::{Error, Result};
 use crate::rundir::RunInfo;
-use crate::shrink::{LogLine, Size, Summary};
+use crate::shrink::{LogLine, Summary};
 
 /// One side of the comparison: a run directory's timeline and faults, when it can be read.
 struct Side {
@@ -56,10 +56,6 @@ pub fn write_shrink(
     let html = render(info, s, log, &sides);
     let path = out.join("report.html");
     std::fs::write(&path, html).map_err(Error::io(format!("write {}", path.display())))
-}
-
-fn size_text(z: &Size) -> String {
-    z.to_string()
 }
 
 fn render(info: &RunInfo, s: &Summary, log: &[LogLine], sides: &[Side]) -> String {
@@ -110,8 +106,8 @@ fn render(info: &RunInfo, s: &Summary, log: &[LogLine], sides: &[Side]) -> Strin
     w!(
         h,
         "<p>Before: {}. After: {}.</p>\n<p>Reproduce the minimal case: <code>{}</code></p>\n",
-        esc(&size_text(&s.original)),
-        esc(&size_text(&s.minimal)),
+        esc(&s.original.to_string()),
+        esc(&s.minimal.to_string()),
         esc(&s.reproduce)
     );
     h.push_str("<h2 id=\"timelines\">Fault timelines</h2>\n<div class=\"side-by-side\">");
@@ -158,7 +154,7 @@ fn candidates_table(h: &mut String, log: &[LogLine]) {
             l.id,
             esc(&l.phase),
             esc(&l.description),
-            esc(&size_text(&l.size)),
+            esc(&l.size.to_string()),
             tries.join(", "),
             if l.still_fails { "yes" } else { "no" }
         );
