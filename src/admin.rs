@@ -275,6 +275,39 @@ impl Admin {
         }
     }
 
+    /// `GET /admin/v2/clusters`: the clusters' names.
+    pub async fn clusters(&self) -> Result<Vec<String>, AdminError> {
+        let path = "/admin/v2/clusters";
+        let text = self.call("GET", path, None).await?;
+        self.decode(path, &text)
+    }
+
+    /// `GET /admin/v2/brokers/<cluster>`: the active brokers' web service addresses
+    /// (`host:port`).
+    pub async fn active_brokers(&self, cluster: &str) -> Result<Vec<String>, AdminError> {
+        let path = format!("/admin/v2/brokers/{cluster}");
+        let text = self.call("GET", &path, None).await?;
+        self.decode(&path, &text)
+    }
+
+    /// `GET /admin/v2/bookies/all`: every bookie id (`host:port`) the cluster knows.
+    pub async fn bookies(&self) -> Result<Vec<String>, AdminError> {
+        #[derive(Deserialize)]
+        struct All {
+            #[serde(default)]
+            bookies: Vec<One>,
+        }
+        #[derive(Deserialize)]
+        struct One {
+            #[serde(rename = "bookieId")]
+            bookie_id: String,
+        }
+        let path = "/admin/v2/bookies/all";
+        let text = self.call("GET", path, None).await?;
+        let all: All = self.decode(path, &text)?;
+        Ok(all.bookies.into_iter().map(|b| b.bookie_id).collect())
+    }
+
     /// The broker that serves `topic` (a partition name for a partition).
     pub async fn lookup(&self, topic: &str) -> Result<Lookup, AdminError> {
         let path = format!("/lookup/v2/topic/{}", topic_path(topic));

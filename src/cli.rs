@@ -36,6 +36,14 @@ pub enum Command {
         /// The master seed (default: the scenario's, else 0).
         #[arg(long)]
         seed: Option<u64>,
+        /// Instead of plan.json, list each firing with the command or API call it will make
+        /// and the node it will touch (nodes found only at run time print as <node>; `run
+        /// --dry-run` resolves them on the cluster).
+        #[arg(long)]
+        commands: bool,
+        /// The exec adapter file (overrides the scenario's `adapter:`), with --commands.
+        #[arg(long, requires = "commands")]
+        adapter: Option<PathBuf>,
     },
     /// Read a topic back and check that it holds exactly the numbers [0, N).
     Verify(VerifyArgs),
@@ -89,7 +97,12 @@ pub enum Command {
     #[command(subcommand)]
     Image(ImageCommand),
     /// Remove every container, network, volume and network rule the harness left behind.
-    Clean,
+    Clean {
+        /// Heal only what this exec adapter's commands left applied on a cluster the harness
+        /// did not start (a crashed run's journal), without Docker.
+        #[arg(long)]
+        adapter: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -131,6 +144,18 @@ pub struct RunArgs {
     /// Progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain, none.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
+    /// The exec adapter file that makes faults on a cluster the harness did not start
+    /// (overrides the scenario's `adapter:`).
+    #[arg(long)]
+    pub adapter: Option<PathBuf>,
+    /// Let restarts, pauses and packet loss touch a cluster the harness did not start (as
+    /// `allow_destructive: true` in the scenario).
+    #[arg(long)]
+    pub allow_destructive: bool,
+    /// Resolve every fault's target on the cluster (--service-url/--admin-url) and print each
+    /// command, without running any, creating a topic or producing.
+    #[arg(long, requires = "admin_url", conflicts_with = "resume")]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

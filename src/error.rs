@@ -1,9 +1,11 @@
 //! The top-level error of a command, and the exit code each kind maps to. Modules have their
 //! own typed errors; this only gathers them.
 
+use crate::adapter::AdapterError;
 use crate::admin::AdminError;
 use crate::checker::CheckerError;
 use crate::cluster::ClusterError;
+use crate::discovery::DiscoveryError;
 use crate::exit;
 use crate::history::HistoryError;
 use crate::scenario::ScenarioError;
@@ -13,7 +15,11 @@ pub enum Error {
     #[error("{0}")]
     Scenario(#[from] ScenarioError),
     #[error("{0}")]
+    Adapter(#[from] AdapterError),
+    #[error("{0}")]
     Usage(String),
+    #[error("discovery over the admin API: {0}")]
+    Discovery(#[from] DiscoveryError),
     #[error("{0}")]
     Cluster(#[from] ClusterError),
     #[error("the Pulsar admin API failed: {0}")]
@@ -38,7 +44,7 @@ impl Error {
     /// The documented exit code for this error.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Scenario(_) | Error::Usage(_) => exit::BAD_INPUT,
+            Error::Scenario(_) | Error::Adapter(_) | Error::Usage(_) => exit::BAD_INPUT,
             Error::Interrupted => exit::INTERRUPTED,
             Error::Checker(_) => exit::CHECKER_FAULT,
             _ => exit::INFRASTRUCTURE,

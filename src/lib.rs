@@ -5,11 +5,13 @@ pub use pulsar_chaos_core::{
     brokerlog, checker, exit, matrix, plan, policy, readlog, stall, versions,
 };
 
+pub mod adapter;
 pub mod admin;
 pub mod backoff;
 pub mod cli;
 pub mod cluster;
 pub mod commands;
+pub mod discovery;
 pub mod error;
 pub mod history;
 pub mod journal;

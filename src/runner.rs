@@ -7,6 +7,7 @@
 //! broker lines quoted in a verdict) and `resume` (what a resumed run takes over from the
 //! interrupted one).
 
+mod dry_run;
 mod env;
 mod faults;
 mod kept;
@@ -28,6 +29,7 @@ use crate::rundir::{now_ms, RunDir, RunInfo};
 use crate::scenario::{Scenario, Topology};
 use crate::workload;
 
+pub use dry_run::{dry_run, plan_commands};
 pub use env::{describe_topology, start_cluster};
 pub use kept::KeptCluster;
 
@@ -108,6 +110,8 @@ pub fn reproduce_command(scenario_file: &Path, seed: u64) -> String {
 
 /// Run a scenario from the start.
 pub async fn run(req: Request) -> Result<Outcome> {
+    // A cluster the harness did not start takes destructive faults only when allowed.
+    env::check_external(&req.scenario)?;
     let run_id = crate::rundir::new_run_id();
     let _guard = RunGuard::with_keep(&run_id, req.keep_cluster);
     let dir = RunDir::create(&req.out, &req.scenario.name, &run_id)?;
@@ -172,7 +176,18 @@ pub async fn resume(
         json,
         reuse: None,
     };
+    // On a cluster the harness did not start, what the interrupted run left applied is healed
+    // with the adapter's commands, and the nodes are discovered again.
+    let exec = match env::check_external(&req.scenario)? {
+        Some(a) if cluster.is_none() => {
+            crate::nemesis::heal_run(None, &info.run_id).await;
+            let admin = crate::admin::Admin::new(&info.admin_url);
+            Some(env::external_platform(&req.scenario, &admin, a).await?)
+        }
+        _ => None,
+    };
     let env = Env {
+        exec,
         service_url: info.service_url.clone(),
         admin_url: info.admin_url.clone(),
         owned: cluster.is_some(),

@@ -12,5 +12,14 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         file: file.clone(),
         source,
     })?;
-    parse(&file, &text)
+    let mut s = parse(&file, &text)?;
+    // An adapter file is named relative to the scenario file; runs keep its absolute path.
+    if let Some(a) = s.adapter.clone() {
+        let p = Path::new(&a);
+        if p.is_relative() {
+            let base = path.parent().unwrap_or(Path::new("."));
+            s.set_adapter(&crate::adapter::absolute(&base.join(p)));
+        }
+    }
+    Ok(s)
 }

@@ -159,10 +159,7 @@ pub async fn shrink(job: Job) -> Result<Summary> {
         ),
         _ => (
             None,
-            Some(ClusterSpec::External {
-                service_url: info.service_url.clone(),
-                admin_url: info.admin_url.clone(),
-            }),
+            Some(s.cluster.at_urls(&info.service_url, &info.admin_url)),
         ),
     };
     eprintln!(

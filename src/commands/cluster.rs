@@ -135,7 +135,7 @@ pub async fn down(run: Option<String>) -> Result<i32> {
         println!("no kept clusters to remove");
     }
     for r in targets {
-        nemesis::heal_run(&engine, &r).await;
+        nemesis::heal_run(Some(&engine), &r).await;
         let removed = cluster::remove_run(&engine, &r).await?;
         println!(
             "removed cluster {r}: {} container(s), {} network(s)",
@@ -176,6 +176,24 @@ pub async fn image_show(version: &str) -> Result<i32> {
     Ok(exit::PASS)
 }
 
+/// Heal what one exec adapter's commands left applied (every run's fault journal), without
+/// Docker: `clean --adapter FILE` after a crash of a run on a cluster the harness did not start.
+pub async fn clean_adapter(path: &std::path::Path) -> Result<i32> {
+    crate::adapter::load(path)?;
+    let want = crate::adapter::absolute(path);
+    let mut said = false;
+    for run in nemesis::journal::runs_with_journals() {
+        for line in nemesis::heal_matching(None, &run, Some(&want)).await {
+            println!("run {run}: {line}");
+            said = true;
+        }
+    }
+    if !said {
+        println!("nothing to heal: no fault of {want} is left applied");
+    }
+    Ok(exit::PASS)
+}
+
 /// Remove every labelled leftover: heal journaled faults, then containers, networks, volumes.
 pub async fn clean() -> Result<i32> {
     let engine = Engine::connect().await?;
@@ -191,7 +209,7 @@ pub async fn clean() -> Result<i32> {
         if !seen.insert(run.clone()) {
             continue;
         }
-        for line in nemesis::heal_outstanding(&engine, &run).await {
+        for line in nemesis::heal_outstanding(Some(&engine), &run).await {
             println!("run {run}: {line}");
             said = true;
         }

@@ -17,7 +17,12 @@ use crate::error::Result;
 pub async fn dispatch(cmd: Command) -> Result<i32> {
     match cmd {
         Command::Validate { scenario } => scenario::validate(&scenario),
-        Command::Plan { scenario, seed } => scenario::plan(&scenario, seed),
+        Command::Plan {
+            scenario,
+            seed,
+            commands,
+            adapter,
+        } => scenario::plan(&scenario, seed, commands, adapter.as_deref()),
         Command::Cluster(ClusterCommand::Up(args)) => cluster::up(args).await,
         Command::Cluster(ClusterCommand::Status) => cluster::status().await,
         Command::Cluster(ClusterCommand::Down { run }) => cluster::down(run).await,
@@ -28,7 +33,10 @@ pub async fn dispatch(cmd: Command) -> Result<i32> {
         Command::Image(ImageCommand::Show { pulsar_version }) => {
             cluster::image_show(&pulsar_version).await
         }
-        Command::Clean => cluster::clean().await,
+        Command::Clean { adapter: None } => cluster::clean().await,
+        Command::Clean {
+            adapter: Some(adapter),
+        } => cluster::clean_adapter(&adapter).await,
         Command::Run(args) => run::run(args).await,
         Command::Verify(args) => run::verify(args).await,
         Command::Report { run_dir } => report::report(&run_dir),

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::exit;
 use crate::rundir::{RunDir, RunInfo};
 use crate::runner::{self, Request};
-use crate::scenario::{self, ClusterSpec};
+use crate::scenario;
 
 /// The exit code for several verdicts: the most severe one (violation, then stuck, then
 /// inconclusive).
@@ -42,10 +42,7 @@ pub async fn replay(
         s.set_pulsar_version(v).map_err(Error::Usage)?;
     }
     if info.topology == "external" {
-        s.cluster = ClusterSpec::External {
-            service_url: info.service_url.clone(),
-            admin_url: info.admin_url.clone(),
-        };
+        s.cluster = s.cluster.at_urls(&info.service_url, &info.admin_url);
     }
     let out = out.unwrap_or_else(|| {
         run_dir

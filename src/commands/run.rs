@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::exit;
 use crate::history::TxnId;
 use crate::runner::{self, Request};
-use crate::scenario::{self, ClusterSpec};
+use crate::scenario;
 
 /// The exit code of a verdict.
 pub fn exit_code(v: &Verdict) -> i32 {
@@ -229,18 +229,22 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         s.set_pulsar_version(v).map_err(Error::Usage)?;
     }
     if let (Some(service_url), Some(admin_url)) = (&args.service_url, &args.admin_url) {
-        s.cluster = ClusterSpec::External {
-            service_url: service_url.clone(),
-            admin_url: admin_url.trim_end_matches('/').to_string(),
-        };
-        if s.faults
+        s.cluster = s.cluster.at_urls(service_url, admin_url);
+    }
+    if let Some(a) = &args.adapter {
+        s.set_adapter(&crate::adapter::absolute(a));
+    }
+    if args.allow_destructive {
+        s.allow_destructive();
+    }
+    if args.service_url.is_some()
+        && s.faults
             .iter()
-            .any(|f| !matches!(f.kind, scenario::FaultKind::TopicUnload { .. }))
-        {
-            return Err(Error::Usage(
-                "--service-url/--admin-url name a cluster the harness did not start; this scenario has faults other than topic_unload, which need a cluster in Docker".into(),
-            ));
-        }
+            .any(|f| matches!(f.kind, scenario::FaultKind::ReplyLoss { .. }))
+    {
+        return Err(Error::Usage(
+            "--service-url/--admin-url name a cluster the harness did not start; reply_loss faults need the harness's proxy in front of a cluster it started".into(),
+        ));
     }
     let seed = match args.seed.or(s.seed) {
         Some(x) => x,
@@ -250,6 +254,10 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             x
         }
     };
+    if args.dry_run {
+        print!("{}", runner::dry_run(&s, seed).await?);
+        return Ok(exit::PASS);
+    }
     let req = Request {
         scenario: s,
         scenario_path: Some(path),

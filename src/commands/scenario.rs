@@ -18,9 +18,13 @@ pub fn validate(path: &Path) -> Result<i32> {
     Ok(exit::PASS)
 }
 
-pub fn plan(path: &Path, seed: Option<u64>) -> Result<i32> {
+pub fn plan(path: &Path, seed: Option<u64>, commands: bool, adapter: Option<&Path>) -> Result<i32> {
     let s = scenario::load(path)?;
     let seed = seed.or(s.seed).unwrap_or(0);
-    print!("{}", plan::make(&s, seed).to_json());
+    if commands {
+        print!("{}", crate::runner::plan_commands(&s, seed, adapter)?);
+    } else {
+        print!("{}", plan::make(&s, seed).to_json());
+    }
     Ok(exit::PASS)
 }

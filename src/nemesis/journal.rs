@@ -25,6 +25,15 @@ pub enum Change {
         container: String,
         tools_image: String,
     },
+    /// A command of an exec adapter ran on `node`; `heal` (filled in, run with `shell`)
+    /// undoes it ("" when the platform heals it on its own). `adapter` is the adapter file's
+    /// absolute path, which `clean --adapter` matches.
+    Exec {
+        adapter: String,
+        node: String,
+        heal: String,
+        shell: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -3,6 +3,7 @@
 //! harness leaves nothing `pulsar-chaos clean` cannot undo. Only labelled containers are
 //! touched.
 
+pub mod exec;
 pub mod journal;
 pub mod reply_loss;
 
@@ -42,6 +43,8 @@ pub struct Applied {
     /// How: e.g. which packet-loss method was used and why.
     pub detail: String,
     node: Option<Node>,
+    /// The node an exec adapter touched.
+    found: Option<crate::discovery::Found>,
     changes: Vec<(u64, Change)>,
 }
 
@@ -54,6 +57,8 @@ pub struct Resolved {
     pub node: Option<Node>,
     /// Its main process on this host, looked up in advance so a kill lands at once.
     pub pid: Option<i64>,
+    /// The node of a cluster the harness did not start (exec adapter).
+    pub found: Option<crate::discovery::Found>,
 }
 
 impl Resolved {
@@ -79,9 +84,12 @@ pub enum LossMethod {
     Nftables,
 }
 
-/// Context every injector gets.
+/// Context every injector gets: the Docker cluster the harness started, or an exec adapter
+/// on a cluster it did not start; the admin API for both.
 pub struct Nemesis {
-    pub cluster: Arc<Cluster>,
+    cluster: Option<Arc<Cluster>>,
+    exec: Option<exec::ExecPlatform>,
+    run_id: String,
     pub admin: Admin,
     pub tools_image: String,
     /// The workload's topic, and its partition count.
@@ -132,7 +140,9 @@ impl Nemesis {
         partitions: u32,
     ) -> Nemesis {
         Nemesis {
-            cluster,
+            run_id: cluster.run_id.clone(),
+            cluster: Some(cluster),
+            exec: None,
             admin,
             tools_image,
             topic,
@@ -140,6 +150,43 @@ impl Nemesis {
             next_change: AtomicU64::new(1),
             reply_loss: None,
         }
+    }
+
+    /// The nemesis of a cluster the harness did not start: destructive faults through the
+    /// exec adapter, unloads through the admin API.
+    pub fn external(
+        platform: exec::ExecPlatform,
+        admin: Admin,
+        run_id: &str,
+        topic: String,
+        partitions: u32,
+    ) -> Nemesis {
+        Nemesis {
+            cluster: None,
+            exec: Some(platform),
+            run_id: run_id.to_string(),
+            admin,
+            tools_image: String::new(),
+            topic,
+            partitions,
+            next_change: AtomicU64::new(1),
+            reply_loss: None,
+        }
+    }
+
+    /// The Docker cluster, for the faults that act on its containers.
+    fn docker(&self) -> Result<&Arc<Cluster>, NemesisError> {
+        self.cluster.as_ref().ok_or_else(|| NemesisError::Action {
+            action: "act on a container".into(),
+            reason: "this cluster was not started by the harness; faults on nodes go through its exec adapter".into(),
+        })
+    }
+
+    /// The exec adapter, when the fault goes through it.
+    fn exec_for(&self, f: &PlannedFault) -> Option<&exec::ExecPlatform> {
+        self.exec
+            .as_ref()
+            .filter(|_| crate::adapter::is_destructive(&f.kind))
     }
 
     /// Arm and disarm `reply_loss` faults on this proxy.
@@ -175,7 +222,7 @@ impl Nemesis {
     }
 
     fn run_id(&self) -> &str {
-        &self.cluster.run_id
+        &self.run_id
     }
 
     fn journal(&self, change: Change) -> Result<(u64, Change), NemesisError> {
@@ -202,7 +249,7 @@ impl Nemesis {
                 .lookup(&topic)
                 .await
                 .map_err(|e| err(e.to_string()))?;
-            let b = self.cluster.broker_by_url(&l.broker_url).ok_or_else(|| {
+            let b = self.docker()?.broker_by_url(&l.broker_url).ok_or_else(|| {
                 err(format!(
                     "{} is served by {}, which is not a broker of this run",
                     topic, l.broker_url
@@ -213,7 +260,7 @@ impl Nemesis {
         match target {
             PlannedTarget::Broker { index } => {
                 let b = self
-                    .cluster
+                    .docker()?
                     .broker(*index)
                     .ok_or_else(|| err(format!("no broker-{index}")))?;
                 Ok((b.node, format!("broker-{index}")))
@@ -238,14 +285,14 @@ impl Nemesis {
             }
             PlannedTarget::Bookie { index } => {
                 let n = self
-                    .cluster
+                    .docker()?
                     .node(Role::Bookie, *index)
                     .ok_or_else(|| err(format!("no bookie-{index}")))?;
                 Ok((n.clone(), format!("bookie-{index}")))
             }
             PlannedTarget::Zookeeper => {
                 let n = self
-                    .cluster
+                    .docker()?
                     .node(Role::Zookeeper, 1)
                     .ok_or_else(|| err("no zookeeper in this topology".into()))?;
                 Ok((n.clone(), "zookeeper".into()))
@@ -256,24 +303,30 @@ impl Nemesis {
 
     /// Resolve a planned fault's target now (owners are looked up at this moment).
     pub async fn prepare(&self, f: &PlannedFault) -> Result<Resolved, NemesisError> {
+        if let Some(ex) = self.exec_for(f) {
+            return ex.prepare(self, f).await;
+        }
         match (&f.kind, &f.target) {
             (FaultKind::ReplyLoss { .. }, _) => Ok(Resolved {
                 label: "the producer's connections (reply_loss proxy)".into(),
                 node: None,
                 pid: None,
+                found: None,
             }),
             (FaultKind::TopicUnload { .. }, _) | (_, PlannedTarget::Cluster) => Ok(Resolved {
                 label: "cluster (admin API)".into(),
                 node: None,
                 pid: None,
+                found: None,
             }),
             (_, t) => {
                 let (node, label) = self.resolve(t).await?;
-                let pid = self.cluster.host_pid(&node).await;
+                let pid = self.docker()?.host_pid(&node).await;
                 Ok(Resolved {
                     label,
                     node: Some(node),
                     pid,
+                    found: None,
                 })
             }
         }
@@ -281,6 +334,9 @@ impl Nemesis {
 
     /// What injecting `f` on `target` will do.
     pub fn intent(&self, f: &PlannedFault, target: &Resolved) -> String {
+        if let Some(ex) = self.exec_for(f) {
+            return ex.intent(self, f, target);
+        }
         match &f.kind {
             FaultKind::BrokerRestart { mode, .. }
             | FaultKind::BookieRestart { mode, .. }
@@ -325,6 +381,9 @@ impl Nemesis {
         f: &PlannedFault,
         target: &Resolved,
     ) -> Result<Applied, NemesisError> {
+        if let Some(ex) = self.exec_for(f) {
+            return ex.inject(self, f, target).await;
+        }
         match &f.kind {
             FaultKind::BrokerRestart { mode, .. }
             | FaultKind::BookieRestart { mode, .. }
@@ -370,6 +429,7 @@ impl Nemesis {
                     action: format!("armed the proxy for {} replies", reply.command()),
                     detail: self.intent(f, target),
                     node: None,
+                    found: None,
                     changes: Vec::new(),
                 })
             }
@@ -378,6 +438,9 @@ impl Nemesis {
 
     /// Heal what an injection applied.
     pub async fn heal(&self, f: &PlannedFault, applied: &Applied) -> Result<Healed, NemesisError> {
+        if let Some(ex) = self.exec_for(f) {
+            return ex.heal(self, f, applied).await;
+        }
         match &f.kind {
             FaultKind::BrokerRestart { mode, .. }
             | FaultKind::BookieRestart { mode, .. }
@@ -415,7 +478,7 @@ impl Nemesis {
 
     /// Undo everything still journaled for this run (before the final read, on error).
     pub async fn heal_all(&self) -> Vec<String> {
-        heal_outstanding(self.cluster.engine(), self.run_id()).await
+        heal_outstanding(self.cluster.as_ref().map(|c| c.engine()), self.run_id()).await
     }
 }
 
@@ -454,7 +517,7 @@ impl Injector for Restart {
             container: node.id.clone(),
         })?;
         let action = match self.mode {
-            RestartMode::Kill => match nem.cluster.kill_now(&node, target_pid).await? {
+            RestartMode::Kill => match nem.docker()?.kill_now(&node, target_pid).await? {
                 "kill(2)" => format!(
                     "kill -KILL {} (the main process of {})",
                     target_pid.unwrap_or(0),
@@ -463,7 +526,7 @@ impl Injector for Restart {
                 _ => format!("docker kill --signal SIGKILL {}", node.name),
             },
             RestartMode::Graceful => {
-                nem.cluster.stop(&node, STOP_TIMEOUT).await?;
+                nem.docker()?.stop(&node, STOP_TIMEOUT).await?;
                 format!(
                     "docker stop --time {} {}",
                     STOP_TIMEOUT.as_secs(),
@@ -476,6 +539,7 @@ impl Injector for Restart {
             action,
             detail: format!("down for {}ms", f.hold().as_millis()),
             node: Some(node),
+            found: None,
             changes: vec![change],
         })
     }
@@ -483,10 +547,10 @@ impl Injector for Restart {
     async fn heal(&self, nem: &Nemesis, a: &Applied) -> Result<Healed, NemesisError> {
         let node = a.node.as_ref().expect("restarts have a node");
         // A kill by kill(2) is seen by Docker a moment later; starting before that is lost.
-        nem.cluster
+        nem.docker()?
             .wait_not_running(node, STOP_TIMEOUT + Duration::from_secs(15))
             .await?;
-        nem.cluster.start(node).await?;
+        nem.docker()?.start(node).await?;
         for (id, _) in &a.changes {
             nem.journal_healed(*id);
         }
@@ -521,19 +585,20 @@ impl Injector for Pause {
         let change = nem.journal(Change::Paused {
             container: node.id.clone(),
         })?;
-        nem.cluster.pause(&node).await?;
+        nem.docker()?.pause(&node).await?;
         Ok(Applied {
             target,
             action: format!("docker pause {}", node.name),
             detail: format!("frozen for {}ms", f.hold().as_millis()),
             node: Some(node),
+            found: None,
             changes: vec![change],
         })
     }
 
     async fn heal(&self, nem: &Nemesis, a: &Applied) -> Result<Healed, NemesisError> {
         let node = a.node.as_ref().expect("pauses have a node");
-        nem.cluster.unpause(node).await?;
+        nem.docker()?.unpause(node).await?;
         for (id, _) in &a.changes {
             nem.journal_healed(*id);
         }
@@ -596,7 +661,7 @@ impl Injector for PacketLoss {
             })?;
             let script = netem_loss_script(self.percent);
             let (code, out) = nem
-                .cluster
+                .docker()?
                 .exec_in_netns(&node, &nem.tools_image, &script)
                 .await?;
             if code == 0 {
@@ -605,6 +670,7 @@ impl Injector for PacketLoss {
                     action: format!("{script}  (in the network namespace of {})", node.name),
                     detail: "method: tc netem".into(),
                     node: Some(node),
+                    found: None,
                     changes: vec![change],
                 });
             }
@@ -647,7 +713,7 @@ impl Injector for PacketLoss {
                 _ => continue,
             };
             let (code, out) = nem
-                .cluster
+                .docker()?
                 .exec_in_netns(node, &nem.tools_image, &script)
                 .await?;
             if code != 0 {
@@ -684,13 +750,13 @@ impl PacketLoss {
         })?;
         let script = nft_loss_script(self.percent);
         let (code, out) = nem
-            .cluster
+            .docker()?
             .exec_in_netns(&node, &nem.tools_image, &script)
             .await?;
         if code != 0 {
             // Remove a half-made table; the journal entry stays for `clean` if that fails too.
             let _ = nem
-                .cluster
+                .docker()?
                 .exec_in_netns(
                     &node,
                     &nem.tools_image,
@@ -708,6 +774,7 @@ impl PacketLoss {
             action: format!("{script}  (in the network namespace of {})", node.name),
             detail,
             node: Some(node),
+            found: None,
             changes: vec![change],
         })
     }
@@ -773,6 +840,7 @@ impl Injector for Unload {
             action,
             detail: "the topic is loaded again on its next use".into(),
             node: None,
+            found: None,
             changes: Vec::new(),
         })
     }
@@ -785,11 +853,55 @@ impl Injector for Unload {
     }
 }
 
-/// Undo a run's journaled changes that were not healed. Returns what was done.
-pub async fn heal_outstanding(engine: &Engine, run_id: &str) -> Vec<String> {
+/// Undo a run's journaled changes that were not healed. Returns what was done. Docker changes
+/// need the engine (without one they stay journaled); exec changes run their heal command.
+pub async fn heal_outstanding(engine: Option<&Engine>, run_id: &str) -> Vec<String> {
+    heal_matching(engine, run_id, None).await
+}
+
+/// As [`heal_outstanding`], limited to the exec changes of one adapter file when `adapter` is
+/// given (`clean --adapter`: no Docker needed).
+pub async fn heal_matching(
+    engine: Option<&Engine>,
+    run_id: &str,
+    adapter: Option<&str>,
+) -> Vec<String> {
     let mut done = Vec::new();
     for (id, change) in journal::outstanding(run_id) {
+        if let Change::Exec {
+            adapter: a,
+            node,
+            heal,
+            shell,
+        } = &change
+        {
+            if adapter.is_some_and(|want| want != a) {
+                continue;
+            }
+            if heal.is_empty() {
+                let _ = journal::healed(run_id, id);
+                done.push(format!("{node}: nothing to run (the platform heals it)"));
+                continue;
+            }
+            let ran = exec::run_command(shell, Duration::from_secs(120), heal).await;
+            if ran.ok() {
+                let _ = journal::healed(run_id, id);
+                done.push(format!("{node}: ran `{heal}` ({})", ran.describe()));
+            } else {
+                done.push(format!("{node}: `{heal}` failed: {}", ran.describe()));
+            }
+            continue;
+        }
+        let (Some(engine), None) = (engine, adapter) else {
+            if adapter.is_none() {
+                done.push(format!(
+                    "could not undo {change:?}: Docker is not reachable"
+                ));
+            }
+            continue;
+        };
         let r: Result<String, ClusterError> = match &change {
+            Change::Exec { .. } => continue,
             Change::Paused { container } => engine
                 .unpause(container)
                 .await
@@ -857,12 +969,13 @@ fn change_container(c: &Change) -> &str {
         | Change::Stopped { container }
         | Change::Netem { container, .. }
         | Change::Nft { container, .. } => container,
+        Change::Exec { node, .. } => node,
     }
 }
 
-/// Heal a run's leftovers after a signal or a crash (journal first, then any paused
-/// container of the run).
-pub async fn heal_run(engine: &Engine, run_id: &str) {
+/// Heal a run's leftovers after a signal or a crash (every journaled change the engine, when
+/// there is one, or the exec adapter's commands can undo).
+pub async fn heal_run(engine: Option<&Engine>, run_id: &str) {
     for line in heal_outstanding(engine, run_id).await {
         crate::term::say(&format!("heal: {line}"));
     }

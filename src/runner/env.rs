@@ -6,11 +6,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::adapter::{is_destructive, Adapter};
 use crate::admin::Admin;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
+use crate::nemesis::exec::ExecPlatform;
 use crate::rundir::RunInfo;
-use crate::scenario::{ClusterSpec, Topology};
+use crate::scenario::{ClusterSpec, Scenario, Topology};
+use std::path::Path;
 
 use super::{Outcome, Request};
 
@@ -23,6 +26,74 @@ pub(super) struct Env {
     pub(super) owned: bool,
     pub(super) image: Option<String>,
     pub(super) topology: Topology,
+    /// The exec adapter and the nodes discovered, on a cluster the harness did not start.
+    pub(super) exec: Option<ExecPlatform>,
+}
+
+/// The adapter a scenario on a cluster the harness did not start needs, checked before anything
+/// is created: a destructive fault needs an adapter that has its commands, and
+/// `allow_destructive` (scenario) or `--allow-destructive`. None for a cluster of the harness.
+pub fn check_external(s: &Scenario) -> Result<Option<(Arc<Adapter>, String)>> {
+    if !matches!(s.cluster, ClusterSpec::External { .. }) {
+        return Ok(None);
+    }
+    let adapter = match &s.adapter {
+        Some(p) => {
+            let a = crate::adapter::load(Path::new(p))?;
+            Some((Arc::new(a), crate::adapter::absolute(Path::new(p))))
+        }
+        None => None,
+    };
+    let destructive: Vec<String> = s
+        .faults
+        .iter()
+        .filter(|f| is_destructive(&f.kind))
+        .map(|f| format!("{} ({})", f.name, f.kind.name()))
+        .collect();
+    if destructive.is_empty() {
+        return Ok(adapter);
+    }
+    let Some((a, path)) = &adapter else {
+        return Err(Error::Usage(format!(
+            "{} act(s) on nodes of a cluster the harness did not start: give an exec adapter file (`adapter:` in the scenario or --adapter FILE; see examples/kubernetes/)",
+            destructive.join(", ")
+        )));
+    };
+    if !s.allow_destructive {
+        return Err(Error::Usage(format!(
+            "refusing to run: {} would restart, pause or cut off nodes of a cluster the harness did not start (through {path}); set `allow_destructive: true` in the scenario or pass --allow-destructive. `run --dry-run` prints every command first",
+            destructive.join(", ")
+        )));
+    }
+    a.check(s)
+        .map_err(|e| Error::Usage(format!("{path}: {e}")))?;
+    Ok(adapter)
+}
+
+/// Discover the nodes of a cluster the harness did not start and check that it has at least
+/// the nodes the plan draws from.
+pub async fn external_platform(
+    s: &Scenario,
+    admin: &Admin,
+    adapter: (Arc<Adapter>, String),
+) -> Result<ExecPlatform> {
+    let (adapter, adapter_path) = adapter;
+    let nodes = crate::discovery::discover(admin, &adapter).await?;
+    let (brokers, bookies, _) = s.cluster.counts();
+    let needs_bookies = s.faults.iter().any(|f| {
+        matches!(
+            f.target,
+            crate::scenario::Target::AnyBookie | crate::scenario::Target::Bookie(_)
+        )
+    });
+    nodes
+        .covers(brokers, bookies, needs_bookies)
+        .map_err(Error::Usage)?;
+    Ok(ExecPlatform {
+        adapter,
+        adapter_path,
+        nodes,
+    })
 }
 
 pub(super) async fn bring_up(req: &Request, run_id: &str) -> Result<Env> {
@@ -34,13 +105,16 @@ pub(super) async fn bring_up(req: &Request, run_id: &str) -> Result<Env> {
             owned: false,
             image: Some(r.cluster.image.clone()),
             topology: r.cluster.topology,
+            exec: None,
         });
     }
     match &req.scenario.cluster {
         ClusterSpec::External {
             service_url,
             admin_url,
+            ..
         } => {
+            let adapter = check_external(&req.scenario)?;
             let admin = Admin::new(admin_url);
             let deadline = Instant::now() + Duration::from_secs(60);
             crate::ready::probe_transactions(service_url, &admin, deadline)
@@ -50,6 +124,13 @@ pub(super) async fn bring_up(req: &Request, run_id: &str) -> Result<Env> {
                         "the cluster at {service_url} does not serve transactions: {e}"
                     ))
                 })?;
+            let exec = match adapter {
+                Some(a) => Some(external_platform(&req.scenario, &admin, a).await?),
+                None => None,
+            };
+            if let Some(x) = &exec {
+                eprintln!("{}", describe_nodes(&x.nodes));
+            }
             Ok(Env {
                 service_url: service_url.clone(),
                 admin_url: admin_url.clone(),
@@ -57,6 +138,7 @@ pub(super) async fn bring_up(req: &Request, run_id: &str) -> Result<Env> {
                 owned: false,
                 image: None,
                 topology: Topology::External,
+                exec,
             })
         }
         ClusterSpec::Docker(spec) => {
@@ -69,9 +151,31 @@ pub(super) async fn bring_up(req: &Request, run_id: &str) -> Result<Env> {
                 cluster: Some(Arc::new(cluster)),
                 owned: true,
                 image: Some(img),
+                exec: None,
             })
         }
     }
+}
+
+/// "cluster `c`: broker-1 name (address), ...; bookie-1 ...; zookeeper-1 ...", one line.
+pub fn describe_nodes(n: &crate::discovery::Nodes) -> String {
+    let list =
+        |v: &[crate::discovery::Found]| v.iter().map(|f| f.label()).collect::<Vec<_>>().join(", ");
+    format!(
+        "cluster `{}` (admin API): {}; {}; {}",
+        n.cluster,
+        list(&n.brokers),
+        if n.bookies.is_empty() {
+            "no bookies listed".into()
+        } else {
+            list(&n.bookies)
+        },
+        if n.zookeepers.is_empty() {
+            "no zookeepers in the adapter".into()
+        } else {
+            list(&n.zookeepers)
+        },
+    )
 }
 
 /// "a standalone Pulsar" or "a cluster of 2 brokers and 1 bookie", for messages.
@@ -115,7 +219,7 @@ pub(super) async fn reattach(info: &RunInfo) -> Result<Option<Arc<Cluster>>> {
             let engine = crate::cluster::engine::Engine::connect().await?;
             let c = Cluster::attach(engine, &info.run_id).await?;
             // Whatever faults the interrupted run left applied are healed first.
-            crate::nemesis::heal_run(c.engine(), &info.run_id).await;
+            crate::nemesis::heal_run(Some(c.engine()), &info.run_id).await;
             // A node the interrupted run had just killed may still count as running for a
             // moment (Docker notices a kill(2) late), so the start above and here can be a
             // no-op and the node then exits: start what is down again, a few times, by

@@ -1,6 +1,8 @@
 //! The planned faults of a run: the nemesis for a cluster of the harness, and one task per
 //! fault that waits for its trigger (and guard), injects, holds and heals, recording each step
-//! in the history. On an external cluster only unloads run, through the admin API.
+//! in the history. On a cluster the harness did not start, faults on nodes go through the exec
+//! adapter (`nemesis::exec`) and unloads through the admin API; without an adapter only
+//! unloads run.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -23,7 +25,8 @@ use super::env::Env;
 use super::Request;
 
 /// The nemesis of a cluster of the harness (with the reply-loss proxy when a fault drops
-/// replies); none for an external cluster.
+/// replies), or of an external cluster with an exec adapter; none for an external cluster
+/// without one (unloads only).
 pub(super) async fn nemesis(
     req: &Request,
     env: &Env,
@@ -32,8 +35,15 @@ pub(super) async fn nemesis(
     proxy: &Option<Arc<ReplyLossProxy>>,
 ) -> Result<Option<Arc<Nemesis>>> {
     let w = &req.scenario.workload;
-    let nemesis = match &env.cluster {
-        Some(c) => {
+    let nemesis = match (&env.cluster, &env.exec) {
+        (None, Some(x)) => Some(Arc::new(Nemesis::external(
+            x.clone(),
+            admin.clone(),
+            &info.run_id,
+            info.topic.clone(),
+            w.partitions,
+        ))),
+        (Some(c), _) => {
             let version = match &req.scenario.cluster {
                 ClusterSpec::Docker(d) => d.pulsar_version.clone(),
                 ClusterSpec::External { .. } => crate::versions::DEFAULT.to_string(),
@@ -51,7 +61,7 @@ pub(super) async fn nemesis(
                 None => n,
             }))
         }
-        None => None,
+        (None, None) => None,
     };
     Ok(nemesis)
 }

@@ -8,6 +8,7 @@ mod scratch;
 mod cli;
 mod cluster;
 mod durability;
+mod external;
 mod faults;
 mod findings;
 mod produce;

@@ -6,6 +6,7 @@
 //! this crate's dependencies are the proof (see ARCHITECTURE.md, "Invariants"), and
 //! `crates/core/clippy.toml` forbids reading the clock or the file system.
 
+pub mod adapter;
 pub mod brokerlog;
 pub mod checker;
 pub mod exit;

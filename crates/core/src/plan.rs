@@ -9,9 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::{
-    ClusterSpec, FaultKind, FaultSpec, Guard, Scenario, Target, Timing, UnloadScope,
-};
+use crate::scenario::{FaultKind, FaultSpec, Guard, Scenario, Target, Timing, UnloadScope};
 use crate::seed::Rng;
 
 /// Where a planned fault lands, with the random choices resolved. `OwnerOfTopic` and
@@ -112,10 +110,8 @@ impl Plan {
 
 /// Make the plan. Pure: the same inputs give the same plan.
 pub fn make(scenario: &Scenario, seed: u64) -> Plan {
-    let (brokers, bookies, coordinators) = match &scenario.cluster {
-        ClusterSpec::Docker(d) => (d.brokers.max(1), d.bookies.max(1), d.coordinators.max(1)),
-        ClusterSpec::External { .. } => (1, 1, 1),
-    };
+    let (brokers, bookies, coordinators) = scenario.cluster.counts();
+    let (brokers, bookies, coordinators) = (brokers.max(1), bookies.max(1), coordinators.max(1));
     let partitions = scenario.workload.partitions;
     let mut firings: Vec<PlannedFault> = Vec::new();
     for f in &scenario.faults {

@@ -30,6 +30,13 @@ pub struct ScenarioFile {
     /// `stuck`): `re-end`, `unload-coordinator`, `unload-topic`. Absent: all three; `[]`: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remedies: Option<Vec<crate::stuck::Remedy>>,
+    /// The fault adapter file for a cluster the harness did not start (see `adapter`),
+    /// relative to this file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapter: Option<String>,
+    /// Let destructive faults touch a cluster the harness did not start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_destructive: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]

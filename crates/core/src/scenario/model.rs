@@ -26,6 +26,12 @@ pub struct Scenario {
     pub expect: std::collections::BTreeMap<String, Vec<Expected>>,
     /// The remedies to try, in order, when the read-back is held (empty: none).
     pub remedies: Vec<crate::stuck::Remedy>,
+    /// The fault adapter file for a cluster the harness did not start (`adapter:`, relative
+    /// to the scenario file; `run --adapter` overrides it).
+    pub adapter: Option<String>,
+    /// Destructive faults (restarts, pauses, packet loss) may touch a cluster the harness did
+    /// not start (`allow_destructive: true`, or `run --allow-destructive`).
+    pub allow_destructive: bool,
     /// The scenario as resolved (defaults filled in), in the file's own shape: written to the
     /// run directory as `scenario.yaml`.
     pub resolved: ScenarioFile,
@@ -60,11 +66,44 @@ impl std::fmt::Display for Expected {
 pub enum ClusterSpec {
     /// Start a cluster in Docker.
     Docker(DockerCluster),
-    /// Use a cluster that is already running.
+    /// Use a cluster that is already running. The counts are what the plan draws targets
+    /// from (`any-broker` among `brokers`); a run checks that discovery finds at least that
+    /// many.
     External {
         service_url: String,
         admin_url: String,
+        brokers: u32,
+        bookies: u32,
+        coordinators: u32,
     },
+}
+
+impl ClusterSpec {
+    /// How many brokers, bookies and transaction coordinators the plan draws from.
+    pub fn counts(&self) -> (u32, u32, u32) {
+        match self {
+            ClusterSpec::Docker(d) => (d.brokers, d.bookies, d.coordinators),
+            ClusterSpec::External {
+                brokers,
+                bookies,
+                coordinators,
+                ..
+            } => (*brokers, *bookies, *coordinators),
+        }
+    }
+
+    /// This cluster's shape at an existing cluster's URLs (`--service-url/--admin-url`): the
+    /// plan keeps drawing from the same counts.
+    pub fn at_urls(&self, service_url: &str, admin_url: &str) -> ClusterSpec {
+        let (brokers, bookies, coordinators) = self.counts();
+        ClusterSpec::External {
+            service_url: service_url.to_string(),
+            admin_url: admin_url.trim_end_matches('/').to_string(),
+            brokers: brokers.max(1),
+            bookies: bookies.max(1),
+            coordinators: coordinators.max(1),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -12,10 +12,16 @@ pub(super) fn resolve_cluster_file(c: &ClusterSpec) -> ClusterFile {
         ClusterSpec::External {
             service_url,
             admin_url,
+            brokers,
+            bookies,
+            coordinators,
         } => ClusterFile {
             topology: Some(Topology::External),
             service_url: Some(service_url.clone()),
             admin_url: Some(admin_url.clone()),
+            brokers: Some(*brokers),
+            bookies: Some(*bookies),
+            coordinators: Some(*coordinators),
             ..ClusterFile::default()
         },
         ClusterSpec::Docker(d) => ClusterFile {
@@ -78,5 +84,20 @@ impl Scenario {
         }
         self.resolved.cluster = resolve_cluster_file(&self.cluster);
         Ok(())
+    }
+}
+
+impl Scenario {
+    /// Use this adapter file (an absolute path); the resolved copy names it too, so a rerun
+    /// from the run directory uses the same.
+    pub fn set_adapter(&mut self, path: &str) {
+        self.adapter = Some(path.to_string());
+        self.resolved.adapter = Some(path.to_string());
+    }
+
+    /// Let destructive faults touch a cluster the harness did not start (`--allow-destructive`).
+    pub fn allow_destructive(&mut self) {
+        self.allow_destructive = true;
+        self.resolved.allow_destructive = Some(true);
     }
 }

@@ -192,14 +192,34 @@ fn bad_fault_entries_name_their_place() {
 }
 
 #[test]
-fn external_cluster_allows_unloads_only() {
+fn an_external_cluster_takes_node_faults_and_counts_but_no_reply_loss() {
+    // Node faults parse (a run then needs an adapter and allow_destructive); the counts are
+    // what the plan draws from.
+    let ext = "cluster: { service_url: \"pulsar://127.0.0.1:6650\", admin_url: \"http://127.0.0.1:8080\", brokers: 3 }";
+    let text = format!(
+        "{}allow_destructive: true\nadapter: k8s.yaml\n",
+        with_faults(
+            "  - kind: pause\n    duration: 1s\n    target: broker-3\n    schedule: { at: [1s] }\n",
+            ext,
+        )
+    );
+    let s = parse("s.yaml", &text).unwrap();
+    assert_eq!(s.cluster.counts(), (3, 1, 1));
+    assert!(s.allow_destructive);
+    assert_eq!(s.adapter.as_deref(), Some("k8s.yaml"));
     let text = with_faults(
-        "  - kind: pause\n    duration: 1s\n    schedule: { at: [1s] }\n",
-        "cluster: { service_url: \"pulsar://127.0.0.1:6650\", admin_url: \"http://127.0.0.1:8080\" }",
+        "  - kind: pause\n    duration: 1s\n    target: broker-4\n    schedule: { at: [1s] }\n",
+        ext,
+    );
+    let (_, _, msg) = error_of(&text);
+    assert!(msg.contains("the cluster has 3 broker(s)"), "{msg}");
+    let text = with_faults(
+        "  - kind: reply_loss\n    reply: end_txn\n    count: 1\n    schedule: { at: [1s] }\n",
+        ext,
     );
     let (_, _, msg) = error_of(&text);
     assert!(
-        msg.contains("external cluster allows topic_unload only"),
+        msg.contains("reply_loss needs a cluster the harness started"),
         "{msg}"
     );
 }

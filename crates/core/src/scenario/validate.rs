@@ -47,17 +47,9 @@ pub fn validate(raw: ScenarioFile) -> Result<Scenario, Invalid> {
         ClusterSpec::Docker(d) => d.topology,
         ClusterSpec::External { .. } => Topology::External,
     };
-    let brokers = match &cluster {
-        ClusterSpec::Docker(d) => d.brokers,
-        ClusterSpec::External { .. } => 0,
-    };
-    let bookies = match &cluster {
-        ClusterSpec::Docker(d) if d.topology == Topology::Cluster => d.bookies,
-        _ => 0,
-    };
-    let coordinators = match &cluster {
-        ClusterSpec::Docker(d) => d.coordinators,
-        ClusterSpec::External { .. } => 1,
+    let (brokers, bookies, coordinators) = match &cluster {
+        ClusterSpec::Docker(d) if d.topology != Topology::Cluster => (d.brokers, 0, d.coordinators),
+        c => c.counts(),
     };
     let shape = fault::Shape {
         topology,
@@ -130,6 +122,8 @@ pub fn validate(raw: ScenarioFile) -> Result<Scenario, Invalid> {
         sabotage,
         expect: raw.expect.clone(),
         remedies,
+        adapter: raw.adapter.clone(),
+        allow_destructive: raw.allow_destructive.unwrap_or(false),
         resolved,
     })
 }
@@ -252,16 +246,24 @@ fn validate_external(c: &ClusterFile) -> Result<ClusterSpec, Invalid> {
     for (field, set) in [
         ("image", c.image.is_some()),
         ("pulsar_version", c.pulsar_version.is_some()),
-        ("brokers", c.brokers.is_some()),
-        ("bookies", c.bookies.is_some()),
+        ("binary_port", c.binary_port.is_some()),
+        ("http_port", c.http_port.is_some()),
     ] {
         if set {
             return err(&["cluster", field], "does not apply to an external cluster");
         }
     }
+    // The counts the plan draws targets from; discovery checks them when a run starts.
+    let count = |field: &str, v: Option<u32>, max: u32| match v.unwrap_or(1) {
+        n if (1..=max).contains(&n) => Ok(n),
+        _ => err(&["cluster", field], format!("must be between 1 and {max}")),
+    };
     Ok(ClusterSpec::External {
         service_url,
         admin_url,
+        brokers: count("brokers", c.brokers, 64)?,
+        bookies: count("bookies", c.bookies, 64)?,
+        coordinators: count("coordinators", c.coordinators, 64)?,
     })
 }
 

@@ -44,12 +44,6 @@ pub(super) fn validate_fault(
             "reply_loss needs a cluster the harness started (topology standalone or cluster)",
         );
     }
-    if topology == Topology::External && !matches!(f, FaultFile::TopicUnload { .. }) {
-        return err(
-            &["kind"],
-            format!("{kind} needs a cluster the harness started (topology standalone or cluster); an external cluster allows topic_unload only"),
-        );
-    }
     let fault_kind = validate_fault_kind(f, kind, target)?;
     target_exists(target, topology, brokers, bookies)?;
     let pins = validate_pins(f, target, workload.partitions, coordinators)?;
@@ -311,7 +305,7 @@ fn target_exists(
         Target::Broker(i) if i > brokers => {
             return err(&["target"], format!("broker-{i} does not exist: the cluster has {brokers} broker(s)"))
         }
-        Target::Bookie(_) | Target::AnyBookie | Target::Zookeeper if topology != Topology::Cluster => {
+        Target::Bookie(_) | Target::AnyBookie | Target::Zookeeper if topology == Topology::Standalone => {
             return err(&["target"], format!("'{target}' exists in the cluster topology only (standalone runs bookie and metadata store inside the broker)"))
         }
         Target::Bookie(i) if i > bookies => {
