@@ -154,7 +154,7 @@ pub struct RunArgs {
     pub allow_destructive: bool,
     /// Resolve every fault's target on the cluster (--service-url/--admin-url) and print each
     /// command, without running any, creating a topic or producing.
-    #[arg(long, requires = "admin_url", conflicts_with = "resume")]
+    #[arg(long, conflicts_with = "resume")]
     pub dry_run: bool,
 }
 

@@ -136,9 +136,14 @@ impl Nodes {
     /// The broker whose host is the host of `url` (a lookup's `pulsar://` or `http://` URL).
     fn broker_at(&self, url: &str, adapter: &Adapter) -> Found {
         let host = host_of(url);
+        let hostport = url
+            .split_once("://")
+            .map_or(url, |(_, r)| r)
+            .trim_end_matches('/');
         self.brokers
             .iter()
-            .find(|b| host_of(&b.address) == host)
+            .find(|b| b.address == hostport)
+            .or_else(|| self.brokers.iter().find(|b| host_of(&b.address) == host))
             .cloned()
             .unwrap_or_else(|| {
                 let address = url

@@ -30,7 +30,7 @@ use crate::scenario::{Scenario, Topology};
 use crate::workload;
 
 pub use dry_run::{dry_run, plan_commands};
-pub use env::{describe_topology, start_cluster};
+pub use env::{check_external, describe_topology, start_cluster};
 pub use kept::KeptCluster;
 
 use env::{bring_up, finish, Env};
@@ -182,6 +182,8 @@ pub async fn resume(
         Some(a) if cluster.is_none() => {
             crate::nemesis::heal_run(None, &info.run_id).await;
             let admin = crate::admin::Admin::new(&info.admin_url);
+            // Nodes the heal started again are listed once they serve.
+            env::wait_healthy(&admin, a.0.ready_timeout).await?;
             Some(env::external_platform(&req.scenario, &admin, a).await?)
         }
         _ => None,

@@ -370,6 +370,8 @@ fn record_error(
 
 pub async fn soak(args: SoakArgs) -> Result<i32> {
     let s = load_scenario(&args)?;
+    // A cluster the harness did not start: refused once, here, not in every iteration.
+    crate::runner::check_external(&s)?;
     let master = master_seed(args.seed.or(s.seed));
     let soak_id = crate::rundir::new_run_id();
     let dir = args.out.join(format!("soak-{}-{}", s.name, soak_id));

@@ -66,31 +66,52 @@ impl Ran {
     }
 }
 
-/// Run one command through the adapter's shell, within its timeout.
+/// Run one command through the adapter's shell, within its timeout. The command runs in a
+/// process group of its own; at the timeout the whole group is killed (the shell's children
+/// too: a `kubectl` or `ssh` left running could still apply the fault after its heal).
 pub async fn run_command(shell: &[String], timeout: Duration, command: &str) -> Ran {
     let started = Instant::now();
     let mut cmd = tokio::process::Command::new(&shell[0]);
     cmd.args(&shell[1..])
         .arg(command)
         .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
         .kill_on_drop(true);
-    let out = tokio::time::timeout(timeout, cmd.output()).await;
-    let (status, stdout, stderr) = match out {
-        Ok(Ok(o)) => (
-            o.status.code(),
-            String::from_utf8_lossy(&o.stdout).into_owned(),
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-        ),
-        Ok(Err(e)) => (
+    let (status, stdout, stderr) = match cmd.spawn() {
+        Err(e) => (
             None,
             String::new(),
             format!("cannot start {}: {e}", shell[0]),
         ),
-        Err(_) => (
-            None,
-            String::new(),
-            format!("timed out after {}s (killed)", timeout.as_secs()),
-        ),
+        Ok(child) => {
+            let group = child
+                .id()
+                .and_then(|id| rustix::process::Pid::from_raw(id as i32));
+            match tokio::time::timeout(timeout, child.wait_with_output()).await {
+                Ok(Ok(o)) => (
+                    o.status.code(),
+                    String::from_utf8_lossy(&o.stdout).into_owned(),
+                    String::from_utf8_lossy(&o.stderr).into_owned(),
+                ),
+                Ok(Err(e)) => (None, String::new(), format!("waiting for it failed: {e}")),
+                Err(_) => {
+                    if let Some(g) = group {
+                        let _ =
+                            rustix::process::kill_process_group(g, rustix::process::Signal::KILL);
+                    }
+                    (
+                        None,
+                        String::new(),
+                        format!(
+                            "timed out after {}s (its process group was killed)",
+                            timeout.as_secs()
+                        ),
+                    )
+                }
+            }
+        }
     };
     Ran {
         command: command.to_string(),
@@ -141,7 +162,11 @@ pub fn values(
     v.insert("fault".into(), f.name.clone());
     v.insert("run".into(), run_id.into());
     v.insert("duration_ms".into(), f.hold().as_millis().to_string());
-    v.insert("duration_s".into(), f.hold().as_secs().max(1).to_string());
+    // Whole seconds, rounded up (a hold of 1.5s is 2s).
+    v.insert(
+        "duration_s".into(),
+        f.hold().as_millis().div_ceil(1000).max(1).to_string(),
+    );
     if let FaultKind::PacketLoss { percent, .. } = &f.kind {
         v.insert("percent".into(), percent.to_string());
     }
@@ -283,18 +308,23 @@ impl ExecPlatform {
         })?;
         let ran = run_command(&self.adapter.shell, self.adapter.timeout, &inject).await;
         if !ran.ok() {
-            // Undo whatever half of it took; the journal keeps the heal if that fails too.
-            if let Some(h) = &heal {
-                let undo = run_command(&self.adapter.shell, self.adapter.timeout, h).await;
-                if undo.ok() {
-                    nem.journal_healed(change.0);
+            // Undo whatever half of it took. The journal keeps the heal if that fails too, or
+            // if the inject never finished (it may still have acted).
+            let mut reason = ran.describe();
+            match &heal {
+                Some(h) => {
+                    let undo = run_command(&self.adapter.shell, self.adapter.timeout, h).await;
+                    reason.push_str(&format!("; undo `{h}`: {}", undo.describe()));
+                    if undo.ok() && ran.status.is_some() {
+                        nem.journal_healed(change.0);
+                    }
                 }
-            } else {
-                nem.journal_healed(change.0);
+                None if ran.status.is_some() => nem.journal_healed(change.0),
+                None => {}
             }
             return Err(NemesisError::Action {
                 action: inject,
-                reason: ran.describe(),
+                reason,
             });
         }
         Ok(Applied {

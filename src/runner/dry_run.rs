@@ -85,6 +85,11 @@ pub fn firing_lines(
                 Err(e) => out.push(format!("  cannot fill the commands: {e}")),
             }
         }
+        (_, None) if admin_base != "<admin URL>" => out.push(format!(
+            "  needs an exec adapter: {} on {} cannot reach a node of this cluster",
+            f.kind.name(),
+            f.target
+        )),
         (_, _) => out.push(format!(
             "  Docker, on the harness's own cluster: {} on {}",
             f.kind.name(),
@@ -141,7 +146,7 @@ pub async fn dry_run(s: &Scenario, seed: u64) -> Result<String> {
     let topic = s.workload.topic_for_run("<run>");
     let plan = plan::make(s, seed);
     let mut out = format!(
-        "dry run of scenario {}, seed {seed}: nothing is created, produced or run; owners are looked up now and again when each fault fires\n",
+        "dry run of scenario {}, seed {seed}: nothing is created, produced or run. Owners are looked up now on the scenario's topic name (the run's own topic may sit in another bundle) and again when each fault fires\n",
         s.name
     );
     let nodes: Option<Nodes> = match &adapter {

@@ -70,6 +70,25 @@ pub fn check_external(s: &Scenario) -> Result<Option<(Arc<Adapter>, String)>> {
     Ok(adapter)
 }
 
+/// Wait until the cluster's health check passes through the admin URL (by condition).
+pub async fn wait_healthy(admin: &Admin, within: Duration) -> Result<()> {
+    let deadline = Instant::now() + within;
+    let mut backoff =
+        crate::backoff::Backoff::new(Duration::from_millis(200), Duration::from_secs(3));
+    loop {
+        match admin.health().await {
+            Ok(()) => return Ok(()),
+            Err(e) if Instant::now() >= deadline => {
+                return Err(Error::Pulsar(format!(
+                    "the cluster is not healthy after {}s: {e}",
+                    within.as_secs()
+                )))
+            }
+            Err(_) => tokio::time::sleep(backoff.next_delay()).await,
+        }
+    }
+}
+
 /// Discover the nodes of a cluster the harness did not start and check that it has at least
 /// the nodes the plan draws from.
 pub async fn external_platform(
@@ -89,6 +108,19 @@ pub async fn external_platform(
     nodes
         .covers(brokers, bookies, needs_bookies)
         .map_err(Error::Usage)?;
+    let (_, _, coordinators) = s.cluster.counts();
+    if s.faults
+        .iter()
+        .any(|f| f.target == crate::scenario::Target::CoordinatorOwner)
+    {
+        let tc = crate::txn::coordinator::TC_ASSIGN_TOPIC;
+        let have = admin.partitions(tc).await?;
+        if have < coordinators {
+            return Err(Error::Usage(format!(
+                "the scenario draws from {coordinators} transaction coordinator(s); {tc} has {have} partition(s) on this cluster"
+            )));
+        }
+    }
     Ok(ExecPlatform {
         adapter,
         adapter_path,

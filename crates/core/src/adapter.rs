@@ -404,6 +404,11 @@ fn placeholders(text: &str) -> Result<Vec<String>, String> {
                 "`{{{name}}}` is not a placeholder: write `{{{{` for a literal brace"
             ));
         }
+        if text[..text.len() - rest.len() + i].ends_with('$') {
+            return Err(format!(
+                "`${{{name}}}` would be expanded by the shell as a variable: write {{{name}}}"
+            ));
+        }
         names.push(name.to_string());
         rest = &after[end + 1..];
     }

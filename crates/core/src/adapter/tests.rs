@@ -121,6 +121,13 @@ fn unknown_placeholders_and_keys_are_refused_with_their_place() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("unclosed"), "{e}");
+    let e = parse(
+        "a.yaml",
+        "kind: exec\npause: { inject: \"docker pause ${node}\", heal: \"x\" }\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("expanded by the shell"), "{e}");
     let e = parse("a.yaml", "kind: exec\nvars: { node: x }\n")
         .unwrap_err()
         .to_string();
