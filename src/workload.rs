@@ -145,6 +145,10 @@ pub struct Report {
     pub elapsed: Duration,
 }
 
+/// Without transactions: how many chunks a worker may have sent and not yet seen acknowledged
+/// (the sliding window that replaces stop-and-wait per chunk).
+pub const UNACKED_CHUNKS: usize = 4;
+
 /// The transactional producer of a run.
 pub struct Producer {
     cfg: Config,
@@ -160,8 +164,9 @@ pub struct Producer {
     changed: Notify,
     next_attempt: AtomicU64,
     rate: Option<RateLimit>,
-    /// Commits under way in detached tasks: at most `concurrency`, so at most
-    /// 2 x `concurrency` transactions are open (as many sending, as many committing).
+    /// Sends and commits under way in detached tasks: with transactions at most `concurrency`,
+    /// so at most 2 x `concurrency` transactions are open (as many being opened and registered,
+    /// as many sending and committing); without, `UNACKED_CHUNKS` per worker (a sliding window).
     commit_slots: Arc<tokio::sync::Semaphore>,
 }
 
@@ -219,7 +224,9 @@ impl Producer {
             changed: Notify::new(),
             next_attempt: AtomicU64::new(first_attempt.max(1)),
             rate,
-            commit_slots: Arc::new(tokio::sync::Semaphore::new(cfg.concurrency.max(1) as usize)),
+            commit_slots: Arc::new(tokio::sync::Semaphore::new(
+                cfg.concurrency.max(1) as usize * if cfg.transactions { 1 } else { UNACKED_CHUNKS },
+            )),
             cfg,
         })
     }

@@ -3,7 +3,6 @@
 //! an attempt that never asked to commit.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::Duration;
 
 use pulsar::message::proto::{MessageIdData, TxnAction};
@@ -45,34 +44,6 @@ impl Producer {
                 });
             }
         });
-    }
-
-    /// Commit in a task of its own once a commit slot is free (see `End::Detached`); the task
-    /// ends the job.
-    pub(super) async fn commit_detached(
-        self: &Arc<Self>,
-        attempt: u64,
-        txn: TxnId,
-        chunk: Chunk,
-        receipts: Vec<(usize, MessageIdData)>,
-        deadline: Instant,
-    ) -> End {
-        let slot = self
-            .commit_slots
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the commit slots are never closed");
-        let me = Arc::clone(self);
-        tokio::spawn(async move {
-            let again = me.again(attempt, &chunk);
-            let r = me
-                .commit(attempt, txn, &chunk, &receipts, deadline, again)
-                .await;
-            drop(slot);
-            me.job_done(r);
-        });
-        End::Detached
     }
 
     /// Commit the attempt, asking again as the resend policy says (`policy::next`), and decide

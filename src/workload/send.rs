@@ -47,9 +47,11 @@ pub fn payload(n: u64, size: usize) -> Vec<u8> {
 }
 
 impl Producer {
-    /// Send the chunk in `txn` and commit it; decide what becomes of its numbers. `detach`:
-    /// once every send has its receipt, commit in a task of its own and return
-    /// `End::Detached`, so the worker can open its next transaction meanwhile.
+    /// Send the chunk in `txn` and commit it; decide what becomes of its numbers. `detach`: once
+    /// the partitions are registered, hand the sends and the commit to a task of their own and
+    /// return `End::Detached`, so the worker opens its next transaction while these sends are
+    /// under way (the task waits for every receipt before it commits). Without transactions
+    /// this makes a sliding window: up to `UNACKED_CHUNKS` chunks per worker in flight.
     pub(super) async fn carry(
         self: &Arc<Self>,
         attempt: u64,
@@ -81,13 +83,64 @@ impl Producer {
         {
             return Ok(again(why));
         }
+        if detach {
+            drop(again);
+            return Ok(self
+                .send_and_commit_detached(attempt, txn, in_txn, chunk, deadline)
+                .await);
+        }
         let (receipts, failure) = self.send_all(&chunk, in_txn).await;
+        self.after_sends(attempt, txn, &chunk, receipts, failure, deadline)
+            .await
+    }
+
+    /// Once a commit slot is free, send the chunk and commit it in a task of its own, which
+    /// ends the job (see `End::Detached`).
+    async fn send_and_commit_detached(
+        self: &Arc<Self>,
+        attempt: u64,
+        txn: TxnId,
+        in_txn: Option<TxnId>,
+        chunk: Chunk,
+        deadline: Instant,
+    ) -> End {
+        let slot = self
+            .commit_slots
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the commit slots are never closed");
+        let me = Arc::clone(self);
+        tokio::spawn(async move {
+            let (receipts, failure) = me.send_all(&chunk, in_txn).await;
+            let r = me
+                .after_sends(attempt, txn, &chunk, receipts, failure, deadline)
+                .await;
+            drop(slot);
+            me.job_done(r);
+        });
+        End::Detached
+    }
+
+    /// What the attempt's receipts (and its first failed send) make of it: aborted and sent
+    /// again after a failure or under `abort_every`, final without transactions, else
+    /// committed under the resend policy.
+    async fn after_sends(
+        &self,
+        attempt: u64,
+        txn: TxnId,
+        chunk: &Chunk,
+        receipts: Vec<(usize, MessageIdData)>,
+        failure: Option<TxnError>,
+        deadline: Instant,
+    ) -> Result<End, WorkloadError> {
+        let again = self.again(attempt, chunk);
         self.stats
             .messages_sent
             .fetch_add(receipts.len() as u64, Ordering::Relaxed);
         if let Some(e) = failure {
             let why = self
-                .send_failed(attempt, txn, &chunk, receipts.len(), e)
+                .send_failed(attempt, txn, chunk, receipts.len(), e)
                 .await?;
             return Ok(again(why));
         }
@@ -109,15 +162,8 @@ impl Producer {
                 .commit_without_txn(attempt, txn, receipts.len() as u64)
                 .await;
         }
-        if !detach {
-            return self
-                .commit(attempt, txn, &chunk, &receipts, deadline, again)
-                .await;
-        }
-        drop(again);
-        Ok(self
-            .commit_detached(attempt, txn, chunk, receipts, deadline)
-            .await)
+        self.commit(attempt, txn, chunk, &receipts, deadline, again)
+            .await
     }
 
     /// Register the chunk's partitions with the transaction (not without transactions). On a

@@ -44,6 +44,47 @@ fn a_hundred_thousand_numbers_pass_and_an_independent_read_agrees() {
     assert_eq!(got.len(), 100000);
     assert_eq!(got.first(), Some(&0));
     assert_eq!(got.last(), Some(&99999));
+    // One worker hands its sends and commit to a task and opens its next transaction meanwhile
+    // (with transactions), or keeps several chunks in flight (without): attempt N+1 opens
+    // before attempt N's receipts are in, and the run still passes.
+    for (name, txns) in [("handoff", true), ("window", false)] {
+        let s = write(
+            &dir,
+            &format!("{name}.yaml"),
+            &format!(
+                "name: {name}\nworkload:\n  topic: persistent://public/default/{name}\n  messages: 5000\n  txn_size: 10\n  concurrency: 1\n  transactions: {txns}\n"
+            ),
+        );
+        let urls = [
+            "--service-url",
+            info["service_url"].as_str().unwrap(),
+            "--admin-url",
+            info["admin_url"].as_str().unwrap(),
+        ];
+        let o = run_scenario(&s, 3, &dir, &urls);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{t}");
+        let rd = run_dir_of(&t);
+        assert_eq!(verdict(&rd)["status"], "pass");
+        let h = history(&rd);
+        let t_of = |event: &str, attempt: u64| {
+            h.iter()
+                .find(|e| e["event"] == event && e["attempt"] == attempt)
+                .and_then(|e| e["t_ms"].as_u64())
+        };
+        let overlapped = (1..500u64)
+            .filter(
+                |a| match (t_of("txn_opened", a + 1), t_of("sends_acked", *a)) {
+                    (Some(next), Some(acked)) => next < acked,
+                    _ => false,
+                },
+            )
+            .count();
+        assert!(
+            overlapped > 0,
+            "{name}: no attempt opened before its predecessor's receipts were in"
+        );
+    }
     let o = run(&["cluster", "down", "--run", &run_id]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
