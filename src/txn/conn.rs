@@ -1,6 +1,6 @@
 //! One binary-protocol connection to a broker, owned by the harness: CONNECT, PING/PONG,
-//! request-id matching, send receipts by (producer id, sequence id), consumer messages by
-//! consumer id. Built on the `pulsar` crate's frame codec and protocol types.
+//! request-id matching (ACK_RESPONSE included), send receipts by (producer id, sequence id),
+//! consumer messages by consumer id. Built on the `pulsar` crate's frame codec and protocol types.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -28,6 +28,12 @@ pub enum ConsumerEvent {
     Message {
         id: MessageIdData,
         payload: Payload,
+        /// How often the broker delivered this entry before (0: first delivery).
+        redelivery_count: u32,
+        /// For a batched entry some of whose members the subscription has acknowledged already
+        /// (batch-index acknowledgement): the members still unacknowledged, as bits (set =
+        /// deliver). Empty: every member.
+        ack_set: Vec<i64>,
     },
     /// The broker closed the consumer (unload), or the connection died.
     Closed(String),
@@ -133,6 +139,13 @@ fn response_request_id(c: &BaseCommand) -> Option<u64> {
                 .map(|x| x.request_id)
         })
         .or_else(|| c.end_txn_response.as_ref().map(|x| x.request_id))
+        .or_else(|| {
+            c.add_subscription_to_txn_response
+                .as_ref()
+                .map(|x| x.request_id)
+        })
+        // Only an ACK sent with a request id is answered; an answer without one matches nothing.
+        .or_else(|| c.ack_response.as_ref().and_then(|x| x.request_id))
 }
 
 /// A server error code as the enum (UnknownError for codes this crate does not know).
@@ -470,6 +483,16 @@ impl Connection {
         rx
     }
 
+    /// Whether `consumer_id` is still registered: false once the broker closed it, the
+    /// connection died, or the harness unregistered it.
+    pub fn has_consumer(&self, consumer_id: u64) -> bool {
+        self.shared
+            .consumers
+            .lock()
+            .expect("lock")
+            .contains_key(&consumer_id)
+    }
+
     pub fn unregister_consumer(&self, consumer_id: u64) {
         self.shared
             .consumers
@@ -541,7 +564,12 @@ fn dispatch(sh: &Shared, out: &mpsc::UnboundedSender<Message>, m: Message) {
         let id = msg.message_id.clone();
         if let Some(payload) = m.payload {
             if let Some(tx) = sh.consumers.lock().expect("lock").get(&cid) {
-                let _ = tx.send(ConsumerEvent::Message { id, payload });
+                let _ = tx.send(ConsumerEvent::Message {
+                    id,
+                    payload,
+                    redelivery_count: msg.redelivery_count.unwrap_or(0),
+                    ack_set: msg.ack_set.clone(),
+                });
             }
         }
         return;
@@ -599,6 +627,26 @@ mod tests {
             }
             other => panic!("expected DuplicateDropped, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn ack_and_add_subscription_responses_are_matched_by_request_id() {
+        let mut c = base(Type::AckResponse);
+        c.ack_response = Some(proto::CommandAckResponse {
+            consumer_id: 4,
+            request_id: Some(17),
+            ..Default::default()
+        });
+        assert_eq!(response_request_id(&c), Some(17));
+        // An ACK_RESPONSE without a request id answers no request of ours.
+        c.ack_response.as_mut().unwrap().request_id = None;
+        assert_eq!(response_request_id(&c), None);
+        let mut c = base(Type::AddSubscriptionToTxnResponse);
+        c.add_subscription_to_txn_response = Some(proto::CommandAddSubscriptionToTxnResponse {
+            request_id: 9,
+            ..Default::default()
+        });
+        assert_eq!(response_request_id(&c), Some(9));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The transaction coordinator client: discovery, TC_CLIENT_CONNECT, NEW_TXN,
-//! ADD_PARTITION_TO_TXN, END_TXN; and what an END_TXN reply means.
+//! ADD_PARTITION_TO_TXN, ADD_SUBSCRIPTION_TO_TXN, END_TXN; and what an END_TXN reply means.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -266,6 +266,54 @@ impl Coordinators {
             let r = resp.add_partition_to_txn_response.ok_or_else(|| {
                 TxnError::Protocol(format!(
                     "ADD_PARTITION_TO_TXN answered with a {:?} frame that has no add_partition_to_txn_response",
+                    kind
+                ))
+            })?;
+            if let Some(e) = r.error {
+                let err = TxnError::Server {
+                    code: server_error(e),
+                    message: r.message.unwrap_or_default(),
+                };
+                return Err(self.check_err(txn.most, err).await);
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Register subscriptions, as (topic, subscription) pairs, with a transaction: before its
+    /// first ACK on them, else END_TXN never reaches their pending acks and the acks stay
+    /// pending until the broker's low-water mark clears them. Idempotent on the coordinator
+    /// (a subscription already registered is not added twice), so retried until `deadline`
+    /// like `add_partitions`.
+    pub async fn add_subscriptions(
+        &self,
+        txn: TxnId,
+        subscriptions: &[(String, String)],
+        deadline: tokio::time::Instant,
+    ) -> Result<(), TxnError> {
+        with_retry(deadline, || async {
+            let conn = self.conn(txn.most).await?;
+            let rid = conn.new_request_id();
+            let mut c = base(Type::AddSubscriptionToTxn);
+            c.add_subscription_to_txn = Some(proto::CommandAddSubscriptionToTxn {
+                request_id: rid,
+                txnid_least_bits: Some(txn.least),
+                txnid_most_bits: Some(txn.most),
+                subscription: subscriptions
+                    .iter()
+                    .map(|(topic, subscription)| proto::Subscription {
+                        topic: topic.clone(),
+                        subscription: subscription.clone(),
+                    })
+                    .collect(),
+            });
+            let r = conn.request(rid, c, self.client.op_timeout).await;
+            let resp = self.check(txn.most, r).await?;
+            let kind = resp.r#type();
+            let r = resp.add_subscription_to_txn_response.ok_or_else(|| {
+                TxnError::Protocol(format!(
+                    "ADD_SUBSCRIPTION_TO_TXN answered with a {:?} frame that has no add_subscription_to_txn_response",
                     kind
                 ))
             })?;

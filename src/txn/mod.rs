@@ -1,11 +1,13 @@
 //! The transaction client: connections of our own (the `pulsar` crate's connections drop
 //! transaction replies), topic lookups, the coordinator client (NEW_TXN, ADD_PARTITION_TO_TXN,
-//! END_TXN), transactional producers, and a reader for the read-back.
+//! ADD_SUBSCRIPTION_TO_TXN, END_TXN), transactional producers, a consumer that acknowledges in
+//! transactions, and a reader for the read-back.
 //!
 //! Every reply maps to a definite success, a definite failure, or an ambiguous outcome; this
 //! module reports which, and never decides what to resend (that is the workload's job).
 
 pub mod conn;
+pub mod consumer;
 pub mod coordinator;
 pub mod producer;
 pub mod reader;

@@ -425,7 +425,7 @@ where
                     }
                     continue 'session;
                 }
-                ConsumerEvent::Message { id, payload } => {
+                ConsumerEvent::Message { id, payload, .. } => {
                     let Payload { metadata, data } = payload;
                     let batch = metadata.num_messages_in_batch;
                     let members = batch.unwrap_or(1).max(1) as u32;

@@ -7,6 +7,7 @@ mod scratch;
 
 mod cli;
 mod cluster;
+mod consume;
 mod durability;
 mod external;
 mod faults;
