@@ -782,21 +782,23 @@ impl PacketLoss {
 
 impl Unload {
     fn intent_with(&self, nem: &Nemesis) -> String {
-        match &self.scope {
-            UnloadScope::WorkloadTopic => format!(
-                "PUT {}/admin/v2/{}/unload",
-                nem.admin.base(),
-                crate::admin::topic_path(&nem.topic)
-            ),
-            UnloadScope::Topic(t) => format!(
-                "PUT {}/admin/v2/{}/unload",
-                nem.admin.base(),
-                crate::admin::topic_path(t)
-            ),
-            UnloadScope::Namespace(ns) => {
-                format!("PUT {}/admin/v2/namespaces/{ns}/unload", nem.admin.base())
-            }
-        }
+        unload_call(nem.admin.base(), &self.scope, &nem.topic)
+    }
+}
+
+/// The admin API call of an unload of `scope` (`topic`: the workload's), e.g.
+/// "PUT http://h:8080/admin/v2/persistent/public/default/t/unload".
+pub fn unload_call(admin_base: &str, scope: &UnloadScope, topic: &str) -> String {
+    match scope {
+        UnloadScope::WorkloadTopic => format!(
+            "PUT {admin_base}/admin/v2/{}/unload",
+            crate::admin::topic_path(topic)
+        ),
+        UnloadScope::Topic(t) => format!(
+            "PUT {admin_base}/admin/v2/{}/unload",
+            crate::admin::topic_path(t)
+        ),
+        UnloadScope::Namespace(ns) => format!("PUT {admin_base}/admin/v2/namespaces/{ns}/unload"),
     }
 }
 

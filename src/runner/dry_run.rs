@@ -10,30 +10,13 @@ use crate::discovery::{Found, Nodes};
 use crate::error::{Error, Result};
 use crate::nemesis::exec::{rendered, role_of, values};
 use crate::plan::{self, PlannedFault, Trigger};
-use crate::scenario::{ClusterSpec, FaultKind, Scenario, UnloadScope};
+use crate::scenario::{ClusterSpec, FaultKind, Scenario};
 
 /// When a firing fires, in words.
 fn when(f: &PlannedFault) -> String {
     match f.trigger {
         Trigger::AtMs(t) => format!("at {:.1}s", t as f64 / 1000.0),
         Trigger::AfterCommits(n) => format!("after {n} commits"),
-    }
-}
-
-/// The admin API call of an unload.
-fn unload_call(admin_base: &str, scope: &UnloadScope, topic: &str) -> String {
-    match scope {
-        UnloadScope::WorkloadTopic => format!(
-            "PUT {admin_base}/admin/v2/{}/unload",
-            crate::admin::topic_path(topic)
-        ),
-        UnloadScope::Topic(t) => {
-            format!(
-                "PUT {admin_base}/admin/v2/{}/unload",
-                crate::admin::topic_path(t)
-            )
-        }
-        UnloadScope::Namespace(ns) => format!("PUT {admin_base}/admin/v2/namespaces/{ns}/unload"),
     }
 }
 
@@ -56,7 +39,7 @@ pub fn firing_lines(
     match (&f.kind, adapter) {
         (FaultKind::TopicUnload { scope }, _) => out.push(format!(
             "  admin API: {}",
-            unload_call(admin_base, scope, topic)
+            crate::nemesis::unload_call(admin_base, scope, topic)
         )),
         (FaultKind::ReplyLoss { reply, .. }, _) => out.push(format!(
             "  the harness's proxy drops {} replies on the producer's connections",
