@@ -294,3 +294,80 @@ fn a_run_killed_mid_way_resumes_without_losing_a_number() {
         (0, 0, 0)
     );
 }
+
+/// Regression: a stall stops the producer promptly even while every worker is retrying
+/// NEW_TXN on a cluster that is gone (seen in a soak: a stall declared at 378 s, the producer
+/// ending at 1,816 s, its deadline, because NEW_TXN was retried until then).
+#[test]
+fn a_stall_stops_the_producer_while_new_txn_is_being_retried() {
+    let dir = tmpdir("stall-stop");
+    let rt = rt();
+    let tc = rt.block_on(TestCluster::start(Topology::Standalone, 1, 1));
+    let c = tc.cluster.clone();
+    let s = write(
+        &dir,
+        "stall-stop.yaml",
+        "name: stall-stop\nworkload:\n  topic: persistent://public/default/stall-stop\n  messages: 1000000\n  txn_size: 50\n  rate: 2000\n  txn_timeout: 10s\n  op_timeout: 3s\n  deadline: 900s\n  stall_timeout: 15s\n  settle_timeout: 5s\n",
+    );
+    let mut child = spawn_run(
+        &s,
+        5,
+        &dir,
+        &["--service-url", &c.service_url, "--admin-url", &c.admin_url],
+        false,
+    );
+    let history_of = || -> Option<Vec<serde_json::Value>> {
+        let d = std::fs::read_dir(&*dir)
+            .ok()?
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("stall-stop-"))?;
+        Some(history(&d.path()))
+    };
+    let committed = |h: &[serde_json::Value]| {
+        h.iter()
+            .filter(|e| e["event"] == "txn_outcome" && e["outcome"] == "committed")
+            .count()
+    };
+    let until = Instant::now() + Duration::from_secs(300);
+    while history_of().map_or(0, |h| committed(&h)) < 20 {
+        assert!(
+            Instant::now() < until,
+            "the run never committed 20 transactions"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The cluster goes away under the producer (not a fault of the plan: the stall watch runs).
+    let node = c
+        .nodes
+        .iter()
+        .find(|n| n.role != pulsar_chaos::cluster::Role::Init)
+        .unwrap()
+        .clone();
+    rt.block_on(c.kill(&node)).unwrap();
+    let until = Instant::now() + Duration::from_secs(300);
+    let h = loop {
+        let h = history_of().unwrap();
+        if h.iter().any(|e| e["event"] == "producer_finished") {
+            break h;
+        }
+        assert!(
+            Instant::now() < until,
+            "the producer did not finish within 300 s"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let t = |event: &str| {
+        h.iter()
+            .find(|e| e["event"] == event)
+            .and_then(|e| e["t_ms"].as_u64())
+            .unwrap_or_else(|| panic!("no {event}"))
+    };
+    let (stalled, finished) = (t("stalled"), t("producer_finished"));
+    assert!(
+        finished - stalled < 90_000,
+        "the producer ended {} ms after the stall",
+        finished - stalled
+    );
+}
