@@ -534,26 +534,41 @@ async fn attach(
     subscription: &str,
     opts: &ConsumerOptions,
 ) -> Result<(Connection, u64, UnboundedReceiver<ConsumerEvent>), TxnError> {
+    // A subscription on a transactional broker may wait for its pending-ack state to load.
+    let timeout = client.op_timeout.max(Duration::from_secs(30));
+    subscribe_with(client, topic, timeout, |consumer_id, request_id| {
+        proto::CommandSubscribe {
+            topic: topic.to_string(),
+            subscription: subscription.to_string(),
+            sub_type: opts.sub_type as i32,
+            consumer_id,
+            request_id,
+            consumer_name: opts.consumer_name.clone(),
+            durable: Some(true),
+            initial_position: Some(proto::command_subscribe::InitialPosition::Earliest as i32),
+            read_compacted: Some(false),
+            ..Default::default()
+        }
+    })
+    .await
+}
+
+/// Lookup, connect, register a consumer, SUBSCRIBE with the command `make(consumer_id,
+/// request_id)` builds (the reader's and the consumer's differ only there); unregistered again
+/// when the broker refuses.
+pub(super) async fn subscribe_with(
+    client: &Client,
+    topic: &str,
+    timeout: Duration,
+    make: impl FnOnce(u64, u64) -> proto::CommandSubscribe,
+) -> Result<(Connection, u64, UnboundedReceiver<ConsumerEvent>), TxnError> {
     let addr = client.lookup(topic).await?;
     let conn = client.conn(&addr).await?;
     let consumer_id = conn.new_handle();
     let events = conn.register_consumer(consumer_id);
     let rid = conn.new_request_id();
     let mut c = base(Type::Subscribe);
-    c.subscribe = Some(proto::CommandSubscribe {
-        topic: topic.to_string(),
-        subscription: subscription.to_string(),
-        sub_type: opts.sub_type as i32,
-        consumer_id,
-        request_id: rid,
-        consumer_name: opts.consumer_name.clone(),
-        durable: Some(true),
-        initial_position: Some(proto::command_subscribe::InitialPosition::Earliest as i32),
-        read_compacted: Some(false),
-        ..Default::default()
-    });
-    // A subscription on a transactional broker may wait for its pending-ack state to load.
-    let timeout = client.op_timeout.max(Duration::from_secs(30));
+    c.subscribe = Some(make(consumer_id, rid));
     if let Err(e) = conn.request(rid, c, timeout).await {
         conn.unregister_consumer(consumer_id);
         return Err(e);

@@ -139,28 +139,24 @@ async fn subscribe(
     topic: &str,
     start: Option<MessageIdData>,
 ) -> Result<Sub, TxnError> {
-    let addr = client.lookup(topic).await?;
-    let conn = client.conn(&addr).await?;
-    let consumer_id = conn.new_handle();
-    let events = conn.register_consumer(consumer_id);
-    let rid = conn.new_request_id();
-    let mut c = base(Type::Subscribe);
-    c.subscribe = Some(proto::CommandSubscribe {
-        topic: topic.to_string(),
-        subscription: format!("pulsar-chaos-reader-{consumer_id}-{}", std::process::id()),
-        sub_type: proto::command_subscribe::SubType::Exclusive as i32,
-        consumer_id,
-        request_id: rid,
-        durable: Some(false),
-        start_message_id: start,
-        initial_position: Some(proto::command_subscribe::InitialPosition::Earliest as i32),
-        read_compacted: Some(false),
-        ..Default::default()
-    });
-    if let Err(e) = conn.request(rid, c, client.op_timeout).await {
-        conn.unregister_consumer(consumer_id);
-        return Err(e);
-    }
+    let (conn, consumer_id, events) = super::consumer::subscribe_with(
+        client,
+        topic,
+        client.op_timeout,
+        |consumer_id, request_id| proto::CommandSubscribe {
+            topic: topic.to_string(),
+            subscription: format!("pulsar-chaos-reader-{consumer_id}-{}", std::process::id()),
+            sub_type: proto::command_subscribe::SubType::Exclusive as i32,
+            consumer_id,
+            request_id,
+            durable: Some(false),
+            start_message_id: start,
+            initial_position: Some(proto::command_subscribe::InitialPosition::Earliest as i32),
+            read_compacted: Some(false),
+            ..Default::default()
+        },
+    )
+    .await?;
     Ok(Sub {
         conn,
         consumer_id,

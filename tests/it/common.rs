@@ -16,7 +16,7 @@ use pulsar_chaos::scenario::{DockerCluster, Topology};
 pub const BIN: &str = env!("CARGO_BIN_EXE_pulsar-chaos");
 
 /// The arguments of `pulsar-chaos run SCENARIO --seed SEED --out DIR [extra] --progress none`.
-fn run_args(scenario: &Path, seed: u64, dir: &Path, extra: &[&str]) -> Vec<String> {
+pub fn run_args(scenario: &Path, seed: u64, dir: &Path, extra: &[&str]) -> Vec<String> {
     let mut args: Vec<String> = vec![
         "run".into(),
         scenario.to_str().unwrap().into(),

@@ -262,10 +262,7 @@ fn an_external_cluster_takes_faults_through_an_exec_adapter() {
         &format!("{ext}allow_destructive: true\n"),
     );
     let mut child = Command::new(BIN)
-        .args(["run", long.to_str().unwrap(), "--seed", "1", "--out"])
-        .arg(dir.to_path_buf())
-        .args(urls)
-        .args(["--progress", "none"])
+        .args(run_args(&long, 1, &dir, &urls))
         .env("PULSAR_CHAOS_STATE", &state)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -304,16 +301,7 @@ fn run_with_env(
     state: &Path,
 ) -> std::process::Output {
     Command::new(BIN)
-        .args([
-            "run",
-            scenario.to_str().unwrap(),
-            "--seed",
-            &seed.to_string(),
-            "--out",
-        ])
-        .arg(dir)
-        .args(extra)
-        .args(["--progress", "none"])
+        .args(run_args(scenario, seed, dir, extra))
         .env("PULSAR_CHAOS_STATE", state)
         .output()
         .unwrap()

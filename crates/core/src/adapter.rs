@@ -197,10 +197,7 @@ pub fn parse(file: &str, text: &str) -> Result<Adapter, AdapterError> {
             file: file.to_string(),
             line: loc.line(),
             column: loc.column(),
-            message: e
-                .to_string()
-                .rsplit_once(" at line ")
-                .map_or(e.to_string(), |(m, _)| m.to_string()),
+            message: crate::scenario::strip_location(&e.to_string()),
         },
         None => AdapterError::InvalidUnlocated {
             file: file.to_string(),

@@ -74,7 +74,7 @@ pub fn parse_file(file: &str, text: &str) -> Result<ScenarioFile, ScenarioError>
 }
 
 /// serde_yaml_ng appends " at line L column C" to its messages; the error names it already.
-fn strip_location(msg: &str) -> String {
+pub(crate) fn strip_location(msg: &str) -> String {
     match msg.rfind(" at line ") {
         Some(i) => msg[..i].to_string(),
         None => msg.to_string(),
