@@ -149,6 +149,10 @@ pub struct Report {
 /// (the sliding window that replaces stop-and-wait per chunk).
 pub const UNACKED_CHUNKS: usize = 4;
 
+/// Commits one worker's attempts may have under way at once, their sends all answered (a
+/// commit no longer holds back the next transaction's sends; pulsar-perf bounds them not at all).
+pub const COMMITS_PER_WORKER: usize = 4;
+
 /// The transactional producer of a run.
 pub struct Producer {
     cfg: Config,
@@ -164,9 +168,13 @@ pub struct Producer {
     changed: Notify,
     next_attempt: AtomicU64,
     rate: Option<RateLimit>,
-    /// Sends and commits under way in detached tasks: with transactions at most `concurrency`,
-    /// so at most 2 x `concurrency` transactions are open (as many being opened and registered,
-    /// as many sending and committing); without, `UNACKED_CHUNKS` per worker (a sliding window).
+    /// Attempts whose messages are sent and not all answered yet, in detached tasks: with
+    /// transactions at most `concurrency`; without, `UNACKED_CHUNKS` per worker (a sliding
+    /// window).
+    send_slots: Arc<tokio::sync::Semaphore>,
+    /// Attempts whose every send is answered and whose commit is under way: at most
+    /// `COMMITS_PER_WORKER` x `concurrency`. With transactions, at most `concurrency` (being
+    /// registered) + as many spares + `send_slots` + `commit_slots` transactions are open.
     commit_slots: Arc<tokio::sync::Semaphore>,
 }
 
@@ -224,8 +232,11 @@ impl Producer {
             changed: Notify::new(),
             next_attempt: AtomicU64::new(first_attempt.max(1)),
             rate,
-            commit_slots: Arc::new(tokio::sync::Semaphore::new(
+            send_slots: Arc::new(tokio::sync::Semaphore::new(
                 cfg.concurrency.max(1) as usize * if cfg.transactions { 1 } else { UNACKED_CHUNKS },
+            )),
+            commit_slots: Arc::new(tokio::sync::Semaphore::new(
+                cfg.concurrency.max(1) as usize * COMMITS_PER_WORKER,
             )),
             cfg,
         })

@@ -73,7 +73,9 @@ impl Producer {
             let t = Instant::now();
             let r = self.tcs.end_txn(txn, TxnAction::Commit).await;
             self.stats.commits_in_flight.fetch_sub(1, Ordering::SeqCst);
-            let may_retry = first.elapsed() < patience && Instant::now() < deadline;
+            // A stopped producer asks no more (a stall must end the run promptly).
+            let may_retry =
+                first.elapsed() < patience && Instant::now() < deadline && !self.is_stopped();
             let was_ambiguous = state.ever_ambiguous;
             let mut step =
                 policy::next(&mut state, self.cfg.resend, classify_commit(&r), may_retry);
@@ -88,6 +90,11 @@ impl Producer {
                         state.first_ambiguity.clone().unwrap_or_default()
                     ),
                 });
+            }
+            if let Step::Verify { why } | Step::ResendAmbiguous { why } = &step {
+                if self.is_stopped() {
+                    return Ok(self.stopped_mid_commit(attempt, txn, try_no, &state, why));
+                }
             }
             if let Step::Verify { why } = &step {
                 tracing::debug!("attempt {attempt} {txn}: reading back ({why})");
@@ -117,7 +124,15 @@ impl Producer {
                     return Ok(again(format!("the commit did not apply: {evidence}")));
                 }
                 Step::ResendAmbiguous { why } => return Ok(again(why)),
-                Step::RetryCommit => backoff.wait().await,
+                Step::RetryCommit => {
+                    tokio::select! {
+                        _ = backoff.wait() => {}
+                        _ = self.until_stopped() => {
+                            let why = state.first_ambiguity.clone().unwrap_or_default();
+                            return Ok(self.stopped_mid_commit(attempt, txn, try_no, &state, &why));
+                        }
+                    }
+                }
                 Step::Withhold { why } => {
                     self.withhold(attempt, &chunk.numbers, &why).await?;
                     return Ok(End::Done);
@@ -126,6 +141,37 @@ impl Producer {
                 Step::Verify { .. } => unreachable!("after_read never asks to verify again"),
             }
         }
+    }
+
+    /// The producer stopped before the commit's outcome was learned: it is neither asked
+    /// again, read back nor sent again. An outcome made unknown by an earlier answer stays
+    /// ambiguous (recorded at that answer); if no commit request ever left the client the
+    /// attempt is not committed (the coordinator's timeout aborts it). Either way its journal
+    /// entry stays, for `run --resume` to settle under the resend policy.
+    fn stopped_mid_commit(
+        &self,
+        attempt: u64,
+        txn: TxnId,
+        try_no: u32,
+        state: &CommitState,
+        why: &str,
+    ) -> End {
+        if state.ever_ambiguous {
+            self.history.record(EventBody::Note {
+                message: format!(
+                    "attempt {attempt} {txn}: the producer stopped before its commit's outcome was learned ({why}); it stays ambiguous, in the journal for `--resume`"
+                ),
+            });
+        } else {
+            self.record_not_committed(
+                attempt,
+                txn,
+                try_no,
+                "no commit request ever left the client and the producer stopped before asking again; the coordinator's timeout aborts the transaction",
+                false,
+            );
+        }
+        End::Done
     }
 
     /// A commit that applied: the journal entry cleared, the counters, and the history's

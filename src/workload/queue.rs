@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use crate::history::Ranges;
+use crate::history::{Ranges, TxnId};
 
 use super::{Producer, WorkloadError};
 
@@ -43,6 +43,13 @@ pub(super) enum End {
     Detached,
 }
 
+/// A transaction a worker opened ahead for its next attempt (`Producer::take_txn`): the
+/// NEW_TXN under way in a task of its own, and when it was asked for.
+pub(super) struct Spare {
+    pub(super) handle: tokio::task::JoinHandle<Result<Option<TxnId>, WorkloadError>>,
+    pub(super) asked: tokio::time::Instant,
+}
+
 /// The next chunk of fresh numbers from `cursor`: up to `size` numbers below `limit`, leaving
 /// out `skip`. Returns the ranges and the new cursor.
 pub fn take_chunk(cursor: u64, limit: u64, size: u32, skip: &BTreeSet<u64>) -> (Ranges, u64) {
@@ -76,6 +83,22 @@ impl Producer {
     /// Stop: workers finish the step they are in and return.
     pub fn stop(&self, reason: &str) {
         self.fail(reason.to_string());
+    }
+
+    /// Whether the producer was stopped (a stall, a signal, a fatal error).
+    pub(super) fn is_stopped(&self) -> bool {
+        self.queue.lock().expect("lock").fatal.is_some()
+    }
+
+    /// Returns once the producer is stopped.
+    pub(super) async fn until_stopped(&self) {
+        loop {
+            let changed = self.changed.notified();
+            if self.is_stopped() {
+                return;
+            }
+            changed.await;
+        }
     }
 
     pub(super) fn fail(&self, reason: String) {

@@ -11,6 +11,7 @@ use pulsar::message::proto::MessageIdData;
 use tokio::time::Instant;
 
 use crate::history::{EventBody, Outcome, TxnId};
+use crate::journal::Ticket;
 use crate::txn::TxnError;
 
 use super::queue::{count, Chunk, End};
@@ -47,16 +48,19 @@ pub fn payload(n: u64, size: usize) -> Vec<u8> {
 }
 
 impl Producer {
-    /// Send the chunk in `txn` and commit it; decide what becomes of its numbers. `detach`: once
-    /// the partitions are registered, hand the sends and the commit to a task of their own and
-    /// return `End::Detached`, so the worker opens its next transaction while these sends are
-    /// under way (the task waits for every receipt before it commits). Without transactions
-    /// this makes a sliding window: up to `UNACKED_CHUNKS` chunks per worker in flight.
+    /// Send the chunk in `txn` and commit it; decide what becomes of its numbers. `synced`: the
+    /// journal records that name the chunk's numbers; their sync and the registration of the
+    /// partitions go on together, and no message is sent before both are done. `detach`: then
+    /// hand the sends and the commit to a task of their own and return `End::Detached`, so the
+    /// worker opens its next transaction while these sends are under way (the task waits for
+    /// every receipt before it commits). Without transactions this makes a sliding window: up
+    /// to `UNACKED_CHUNKS` chunks per worker in flight.
     pub(super) async fn carry(
         self: &Arc<Self>,
         attempt: u64,
         txn: TxnId,
         chunk: Chunk,
+        synced: Ticket,
         deadline: Instant,
         detach: bool,
     ) -> Result<End, WorkloadError> {
@@ -71,16 +75,19 @@ impl Producer {
             .min(deadline.max(Instant::now() + self.cfg.op_timeout));
         let again = self.again(attempt, &chunk);
 
-        // Partitions first, then the messages.
+        // Partitions and the journal's sync first (ADD_PARTITION_TO_TXN sends no number, so it
+        // need not wait for the sync), then the messages.
         let in_txn = if self.cfg.transactions {
             Some(txn)
         } else {
             None
         };
-        if let Some(why) = self
-            .register_partitions(attempt, txn, &chunk, op_deadline)
-            .await?
-        {
+        let (synced, registered) = tokio::join!(
+            synced.synced(),
+            self.register_partitions(attempt, txn, &chunk, op_deadline)
+        );
+        synced?;
+        if let Some(why) = registered? {
             return Ok(again(why));
         }
         if detach {
@@ -94,8 +101,10 @@ impl Producer {
             .await
     }
 
-    /// Once a commit slot is free, send the chunk and commit it in a task of its own, which
-    /// ends the job (see `End::Detached`).
+    /// Once a send slot is free, send the chunk and commit it in a task of its own, which ends
+    /// the job (see `End::Detached`). The send slot is given back once every send is answered
+    /// (so at most `concurrency` transactions' messages are unacknowledged at once, as many as
+    /// without hand-off); the commit then waits only for a commit slot.
     async fn send_and_commit_detached(
         self: &Arc<Self>,
         attempt: u64,
@@ -105,18 +114,25 @@ impl Producer {
         deadline: Instant,
     ) -> End {
         let slot = self
-            .commit_slots
+            .send_slots
             .clone()
             .acquire_owned()
             .await
-            .expect("the commit slots are never closed");
+            .expect("the send slots are never closed");
         let me = Arc::clone(self);
         tokio::spawn(async move {
             let (receipts, failure) = me.send_all(&chunk, in_txn).await;
+            let committing = me
+                .commit_slots
+                .clone()
+                .acquire_owned()
+                .await
+                .expect("the commit slots are never closed");
+            drop(slot);
             let r = me
                 .after_sends(attempt, txn, &chunk, receipts, failure, deadline)
                 .await;
-            drop(slot);
+            drop(committing);
             me.job_done(r);
         });
         End::Detached

@@ -12,7 +12,7 @@ use crate::history::{EventBody, Ranges, TxnId};
 use crate::journal::{Entry, Record};
 use crate::txn::TxnError;
 
-use super::queue::{take_chunk, Chunk, End, Job};
+use super::queue::{take_chunk, Chunk, End, Job, Spare};
 use super::{Producer, Report, WorkloadError, NO_TXN};
 
 impl Producer {
@@ -57,7 +57,7 @@ impl Producer {
             let mut next = Some(chunk);
             for _ in 0..5 {
                 let Some(c) = next.take() else { break };
-                match self.attempt(c, deadline, false).await {
+                match self.attempt(c, deadline, false, &mut None).await {
                     Ok(End::Done | End::Detached) => {}
                     Ok(End::Resend(c)) => next = Some(c),
                     Err(e) => self.fail(e.to_string()),
@@ -99,29 +99,103 @@ impl Producer {
     }
 
     async fn worker(self: Arc<Self>, deadline: Instant) {
+        // The transaction this worker opened ahead for its next attempt.
+        let mut spare: Option<Spare> = None;
         loop {
             if Instant::now() >= deadline {
+                self.discard(spare.take()).await;
                 return;
             }
             let notified = self.changed.notified();
             let job = self.next_job();
             let r = match job {
                 Job::Exit => {
+                    self.discard(spare.take()).await;
                     self.changed.notify_waiters();
                     return;
                 }
                 Job::Wait => {
                     tokio::select! {
                         _ = notified => {}
-                        _ = tokio::time::sleep_until(deadline) => return,
+                        _ = tokio::time::sleep_until(deadline) => {
+                            self.discard(spare.take()).await;
+                            return;
+                        }
                     }
                     continue;
                 }
-                Job::Resend(c) => self.attempt(c, deadline, true).await,
-                Job::Fresh => self.fresh_attempt(deadline).await,
+                Job::Resend(c) => self.attempt(c, deadline, true, &mut spare).await,
+                Job::Fresh => self.fresh_attempt(deadline, &mut spare).await,
             };
             if !matches!(r, Ok(End::Detached)) {
                 self.job_done(r);
+            }
+        }
+    }
+
+    /// The transaction for the worker's next attempt: the spare opened ahead if there is one
+    /// (and it is young: a spare older than half the transaction timeout is aborted and a
+    /// fresh one opened), else one opened now. With transactions, a spare for the attempt after
+    /// this one is then asked for in a task of its own, so its NEW_TXN round trip overlaps
+    /// this attempt's journal sync and partition registration rather than following them.
+    async fn take_txn(
+        self: &Arc<Self>,
+        attempt: u64,
+        deadline: Instant,
+        spare: &mut Option<Spare>,
+    ) -> Result<Option<TxnId>, WorkloadError> {
+        if !self.cfg.transactions {
+            return self.open_txn(attempt, deadline).await;
+        }
+        let txn = match spare.take() {
+            Some(s) if s.asked.elapsed() < self.cfg.txn_timeout / 2 => match s.handle.await {
+                Ok(r) => r?,
+                Err(e) => {
+                    self.fail(format!("a producer task panicked: {e}"));
+                    None
+                }
+            },
+            old => {
+                self.discard(old).await;
+                self.open_txn(attempt, deadline).await?
+            }
+        };
+        if txn.is_some() && self.more_to_send() {
+            let me = Arc::clone(self);
+            *spare = Some(Spare {
+                handle: tokio::spawn(async move { me.open_txn(0, deadline).await }),
+                asked: Instant::now(),
+            });
+        }
+        Ok(txn)
+    }
+
+    /// Whether another attempt is likely: numbers not yet taken or resends queued, no stop.
+    fn more_to_send(&self) -> bool {
+        let q = self.queue.lock().expect("lock");
+        q.fatal.is_none() && (q.cursor < self.cfg.messages || !q.resend.is_empty())
+    }
+
+    /// End a spare that no attempt will use: ABORT it (it holds nothing: no partition was
+    /// registered, no message sent). After a stop the NEW_TXN still under way is cancelled
+    /// and the ABORT not waited for (the cluster may be gone; an unanswered spare ends by the
+    /// coordinator's timeout, holding no partition).
+    async fn discard(&self, spare: Option<Spare>) {
+        let Some(s) = spare else { return };
+        let stopped = self.is_stopped();
+        if stopped && !s.handle.is_finished() {
+            s.handle.abort();
+            return;
+        }
+        if let Ok(Ok(Some(txn))) = s.handle.await {
+            let tcs = self.tcs.clone();
+            let abort = async move {
+                let _ = tcs.end_txn(txn, TxnAction::Abort).await;
+            };
+            if stopped {
+                tokio::spawn(abort);
+            } else {
+                abort.await;
             }
         }
     }
@@ -143,15 +217,6 @@ impl Producer {
         // worker retried NEW_TXN on a cluster whose broker had exited). No number is taken yet,
         // so giving up here leaves nothing to undo (a NEW_TXN that did reach the coordinator
         // opens a transaction with nothing in it, which its timeout ends).
-        let stopped = async {
-            loop {
-                let changed = self.changed.notified();
-                if self.queue.lock().expect("lock").fatal.is_some() {
-                    return;
-                }
-                changed.await;
-            }
-        };
         tokio::select! {
             r = self.tcs.new_txn(self.cfg.txn_timeout, deadline) => match r {
                 Ok(t) => Ok(Some(t)),
@@ -161,18 +226,22 @@ impl Producer {
                     Ok(None)
                 }
             },
-            _ = stopped => Ok(None),
+            _ = self.until_stopped() => Ok(None),
         }
     }
 
     /// Open a transaction, then take fresh numbers for it.
-    async fn fresh_attempt(self: &Arc<Self>, deadline: Instant) -> Result<End, WorkloadError> {
+    async fn fresh_attempt(
+        self: &Arc<Self>,
+        deadline: Instant,
+        spare: &mut Option<Spare>,
+    ) -> Result<End, WorkloadError> {
         let attempt = self.next_attempt.fetch_add(1, Ordering::Relaxed);
-        let Some(txn) = self.open_txn(attempt, deadline).await? else {
+        let Some(txn) = self.take_txn(attempt, deadline, spare).await? else {
             return Ok(End::Done);
         };
         // Take the numbers and queue their journal records under one lock (see journal.rs);
-        // none is sent before the sync that covers them.
+        // none is sent before the sync that covers them (`carry` waits for it).
         let taken = {
             let mut q = self.queue.lock().expect("lock");
             if q.cursor >= self.cfg.messages {
@@ -205,21 +274,14 @@ impl Producer {
                 ))
             }
         };
-        let chunk = match taken {
-            Some((chunk, synced)) => {
-                synced.synced().await?;
-                Some(chunk)
-            }
-            None => None,
-        };
-        let chunk = chunk.filter(|c| !c.numbers.is_empty());
-        let Some(chunk) = chunk else {
+        let Some((chunk, synced)) = taken.filter(|(c, _)| !c.numbers.is_empty()) else {
             if self.cfg.transactions {
                 let _ = self.tcs.end_txn(txn, TxnAction::Abort).await;
             }
             return Ok(End::Done);
         };
-        self.carry(attempt, txn, chunk, deadline, true).await
+        self.carry(attempt, txn, chunk, synced, deadline, true)
+            .await
     }
 
     /// Carry the numbers of an earlier attempt (or the sabotage duplicates) in a new one.
@@ -229,13 +291,14 @@ impl Producer {
         chunk: Chunk,
         deadline: Instant,
         detach: bool,
+        spare: &mut Option<Spare>,
     ) -> Result<End, WorkloadError> {
         let attempt = self.next_attempt.fetch_add(1, Ordering::Relaxed);
-        let Some(txn) = self.open_txn(attempt, deadline).await? else {
+        let Some(txn) = self.take_txn(attempt, deadline, spare).await? else {
             return Ok(End::Resend(chunk));
         };
         // The new attempt first, then its predecessor final (a crash between them leaves both,
-        // and `load` takes the new one for the numbers), synced together.
+        // and `load` takes the new one for the numbers), synced together before any send.
         let mut records = vec![Record::Opened(Entry {
             attempt,
             txn,
@@ -245,7 +308,8 @@ impl Producer {
         if let Some(prev) = chunk.previous {
             records.push(Record::Final { attempt: prev });
         }
-        self.journal.submit(records).synced().await?;
-        self.carry(attempt, txn, chunk, deadline, detach).await
+        let synced = self.journal.submit(records);
+        self.carry(attempt, txn, chunk, synced, deadline, detach)
+            .await
     }
 }

@@ -84,6 +84,22 @@ fn a_hundred_thousand_numbers_pass_and_an_independent_read_agrees() {
             overlapped > 0,
             "{name}: no attempt opened before its predecessor's receipts were in"
         );
+        if txns {
+            // A worker opens its next transaction ahead (a spare); the spares no attempt used
+            // are aborted when the producer ends, so the coordinators hold nothing open.
+            let admin = pulsar_chaos::admin::Admin::new(info["admin_url"].as_str().unwrap());
+            let mut open = u64::MAX;
+            let until = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < until {
+                let stats = rt().block_on(admin.coordinator_stats()).unwrap();
+                open = stats.values().map(|c| c.ongoing_txn_size).sum();
+                if open == 0 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            assert_eq!(open, 0, "{name}: transactions left open after the run");
+        }
     }
     let o = run(&["cluster", "down", "--run", &run_id]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));

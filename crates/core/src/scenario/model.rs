@@ -177,8 +177,9 @@ pub struct Workload {
     pub txn_size: u32,
     /// Messages per batched entry (1: every message its own entry).
     pub batch_size: u32,
-    /// Transactions being sent at once; each may hand its commit to a task of its own and
-    /// open the next, so up to twice as many are open.
+    /// Workers, and transactions whose messages are unacknowledged at once. Each worker opens
+    /// its next transaction ahead and hands an attempt's sends and commit to a task of its own,
+    /// so more are open: see `workload::Producer`'s slots.
     pub concurrency: u32,
     pub txn_timeout: Duration,
     pub resend: ResendPolicy,
