@@ -69,9 +69,9 @@
 #   -o T per thread caps B at the same C x T. Both overlap a commit with the next
 #   transaction's sends: a B thread commits without waiting; an A worker hands its sends and
 #   commit to a task of its own once its partitions are registered (at most C such tasks
-#   sending, and 4C committing, at once) and meanwhile uses the transaction it opened ahead
-#   for its next attempt (one spare per worker), so neither has a fixed bound of open
-#   transactions; unacknowledged messages are bounded alike.
+#   sending, and C committing, at once) and meanwhile uses the transaction it opened ahead
+#   for its next attempt (one spare per worker), so A has up to 4C transactions open and B
+#   no fixed bound; unacknowledged messages are bounded alike.
 #   Batching: A sends each group of BATCH_SIZE numbers as one batched entry as soon as the
 #   transaction has them; B batches with the Java client (-bm BATCH_SIZE, -b 1 ms window, its
 #   default), and a batch never spans two transactions. Same payload size (-s), no compression

@@ -105,9 +105,15 @@ impl RunDir {
         self.path.join(name)
     }
 
+    /// Write a file of the run directory whole: a temporary file renamed over it, so a reader
+    /// (a test, `soak`'s index, a user's script watching `run.json`) never sees it half written
+    /// (seen: a test read an empty `run.json` that had just been created).
     pub fn write(&self, name: &str, text: &str) -> Result<()> {
         let p = self.file(name);
-        std::fs::write(&p, text).map_err(Error::io(format!("write {}", p.display())))
+        let tmp = self.file(&format!(".{name}.tmp"));
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, &p))
+            .map_err(Error::io(format!("write {}", p.display())))
     }
 
     pub fn write_json<T: Serialize>(&self, name: &str, v: &T) -> Result<()> {
@@ -139,5 +145,24 @@ mod tests {
         assert_eq!(utc_stamp(0), "19700101-000000");
         assert_eq!(utc_stamp(1_796_000_000), "20261130-005320");
         assert_eq!(utc_stamp(951_825_600), "20000229-120000");
+    }
+
+    #[test]
+    fn a_file_is_replaced_whole_and_no_temporary_file_is_left() {
+        let parent = std::env::temp_dir().join(format!("rundir-write-{}", new_run_id()));
+        std::fs::create_dir_all(&parent).unwrap();
+        let d = RunDir::create(&parent, "s", "r1").unwrap();
+        d.write("run.json", "{\"a\": 1}\n").unwrap();
+        d.write("run.json", "{\"a\": 2}\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(d.file("run.json")).unwrap(),
+            "{\"a\": 2}\n"
+        );
+        let names: Vec<String> = std::fs::read_dir(&d.path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["run.json".to_string()]);
+        std::fs::remove_dir_all(&parent).unwrap();
     }
 }

@@ -150,8 +150,10 @@ pub struct Report {
 pub const UNACKED_CHUNKS: usize = 4;
 
 /// Commits one worker's attempts may have under way at once, their sends all answered (a
-/// commit no longer holds back the next transaction's sends; pulsar-perf bounds them not at all).
-pub const COMMITS_PER_WORKER: usize = 4;
+/// commit no longer holds back the next transaction's sends). One: `concurrency` is also the
+/// number of commits under way, so with `concurrency: 1` (what a shrink lowers it to) commits
+/// are asked one at a time and a lost connection leaves at most one per worker unknown.
+pub const COMMITS_PER_WORKER: usize = 1;
 
 /// The transactional producer of a run.
 pub struct Producer {
@@ -174,7 +176,8 @@ pub struct Producer {
     send_slots: Arc<tokio::sync::Semaphore>,
     /// Attempts whose every send is answered and whose commit is under way: at most
     /// `COMMITS_PER_WORKER` x `concurrency`. With transactions, at most `concurrency` (being
-    /// registered) + as many spares + `send_slots` + `commit_slots` transactions are open.
+    /// registered) + as many spares + `send_slots` + `commit_slots` transactions are open
+    /// (4 per worker).
     commit_slots: Arc<tokio::sync::Semaphore>,
 }
 
