@@ -38,6 +38,8 @@ pub enum Error {
     },
     #[error("interrupted; everything the run created was removed")]
     Interrupted,
+    #[error("{0}")]
+    Transform(#[from] crate::transform::TransformError),
 }
 
 impl Error {
@@ -47,6 +49,9 @@ impl Error {
             Error::Scenario(_) | Error::Adapter(_) | Error::Usage(_) => exit::BAD_INPUT,
             Error::Interrupted => exit::INTERRUPTED,
             Error::Checker(_) => exit::CHECKER_FAULT,
+            Error::Transform(crate::transform::TransformError::ResumeUnsupported) => {
+                exit::BAD_INPUT
+            }
             _ => exit::INFRASTRUCTURE,
         }
     }

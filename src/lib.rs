@@ -33,5 +33,6 @@ pub mod stuck;
 #[path = "../tests/support/scratch.rs"]
 pub(crate) mod scratch;
 pub mod term;
+pub mod transform;
 pub mod txn;
 pub mod workload;

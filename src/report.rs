@@ -30,6 +30,7 @@ macro_rules! w {
 
 mod anomalies;
 mod buckets;
+mod consumer;
 mod faults;
 mod fmt;
 mod index;

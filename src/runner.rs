@@ -7,6 +7,7 @@
 //! broker lines quoted in a verdict) and `resume` (what a resumed run takes over from the
 //! interrupted one).
 
+mod driver;
 mod dry_run;
 mod env;
 mod faults;
@@ -152,6 +153,9 @@ pub async fn resume(
     let dir = RunDir::open(run_dir)?;
     let info: RunInfo = dir.read_json("run.json")?;
     let scenario = crate::scenario::load(&dir.file("scenario.yaml"))?;
+    if scenario.workload.transform.is_some() {
+        return Err(crate::transform::TransformError::ResumeUnsupported.into());
+    }
     let plan = plan::make(&scenario, info.seed);
     let cluster = env::reattach(&info).await?;
     let _guard = RunGuard::with_keep(&info.run_id, info.kept_cluster);

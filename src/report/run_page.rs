@@ -299,6 +299,7 @@ fn render_html(info: &RunInfo, plan: &Plan, v: &Verdict, scan: &Scan) -> String 
     stall_section(&mut h, v);
     stuck_section(&mut h, v);
     counts_section(&mut h, scan, v);
+    super::consumer::consumer_section(&mut h, v);
     anomalies_section(&mut h, v);
     faults_section(&mut h, scan, plan, v);
     attempts_section(&mut h, v);

@@ -27,6 +27,7 @@ use crate::scenario::Workload;
 use crate::stall::StallWatch;
 use crate::workload::{self, Producer, Stats};
 
+use super::driver::{consumer_evidence, start_transform, Driver};
 use super::env::Env;
 use super::logs::{quote_broker_log, save_logs, stall_logs, StallLogs};
 use super::resume::{next_attempt, remaining_plan};
@@ -55,8 +56,28 @@ pub(super) async fn execute(
         .any(|f| matches!(f.kind, crate::scenario::FaultKind::ReplyLoss { .. }))
         .then(|| ReplyLossProxy::new(history.clone()));
     let cfg = producer_config(req, info, &proxy);
-    let producer =
-        connect_producer(cfg, env, &admin, journal, &history, first_attempt, resuming).await?;
+    let producer = match &w.transform {
+        None => Driver::Produce(
+            connect_producer(cfg, env, &admin, journal, &history, first_attempt, resuming).await?,
+        ),
+        Some(_) if resuming => {
+            return Err(crate::transform::TransformError::ResumeUnsupported.into())
+        }
+        Some(_) => {
+            let dial = cfg.dial.clone();
+            start_transform(
+                &req.scenario,
+                &dir.path,
+                &info.topic,
+                &info.run_id,
+                &env.service_url,
+                &admin,
+                &history,
+                dial,
+            )
+            .await?
+        }
+    };
     let stats = producer.stats();
 
     // Faults.
@@ -94,6 +115,9 @@ pub(super) async fn execute(
     .await;
     heal(&nemesis, &history, &producer, &proxy).await;
     write_producer_json(dir, &report, &stats, producer.journal_counters())?;
+    if let Some(t) = producer.transform_json() {
+        dir.write_json("transform.json", &t)?;
+    }
     if crate::lifecycle::is_stopping() {
         history.record(EventBody::Note {
             message: "interrupted: faults healed, no read-back".into(),
@@ -116,6 +140,7 @@ pub(super) async fn execute(
     };
     let (rb, incomplete, stuck_reads) =
         settle_and_read(dir, env, &admin, info, &parts, &req.scenario, &history).await?;
+    let consumer = consumer_evidence(&admin, &req.scenario, &info.topic, &history).await;
     // Logs for a run that did not go well: every container's, and for a stall the broker
     // lines about the topic since it began.
     let stall = stall_logs(dir, env, info, &history, stalled_since, at_stall).await;
@@ -123,6 +148,7 @@ pub(super) async fn execute(
         rb,
         incomplete,
         stuck_reads,
+        consumer,
     };
     let verdict = judge(req, dir, info, env, read, stall, &history_path).await?;
     dir.write_json("verdict.json", &verdict)?;
@@ -308,7 +334,7 @@ async fn connect_producer(
 /// and the run time a stall began.
 async fn produce(
     req: &Request,
-    producer: &Arc<Producer>,
+    producer: &Driver,
     stats: &Arc<Stats>,
     active: &Arc<Mutex<Vec<String>>>,
     history: &History,
@@ -369,7 +395,7 @@ async fn produce(
 async fn heal(
     nemesis: &Option<Arc<Nemesis>>,
     history: &History,
-    producer: &Producer,
+    producer: &Driver,
     proxy: &Option<Arc<ReplyLossProxy>>,
 ) {
     if let Some(n) = &nemesis {
@@ -435,6 +461,8 @@ struct Read {
     /// What still held the topic when the wait (and every remedy) ran out.
     incomplete: Option<String>,
     stuck_reads: Option<crate::stuck::StuckReads>,
+    /// A transform run: the input subscription's backlog.
+    consumer: Option<crate::checker::ConsumerEvidence>,
 }
 
 /// Wait out open transactions (when the wait runs out: diagnose and try the remedies), then
@@ -528,6 +556,7 @@ async fn judge(
         rb,
         incomplete,
         stuck_reads,
+        consumer,
     } = read;
     let w = &req.scenario.workload;
     let StallLogs {
@@ -547,6 +576,7 @@ async fn judge(
         sabotage_duplicate: req.scenario.sabotage.duplicate.iter().copied().collect(),
         broker_log: Vec::new(),
         stuck_reads,
+        consumer,
     };
     // What the checker sees is stored before it judges (`recheck` judges it again offline).
     let stored = crate::readlog::StoredReadback::new(
@@ -585,7 +615,7 @@ async fn judge(
 /// the run time the stall began, or runs until aborted.
 fn watch_stall(
     timeout: Duration,
-    producer: Arc<Producer>,
+    producer: Driver,
     stats: Arc<Stats>,
     active: Arc<Mutex<Vec<String>>>,
     history: History,

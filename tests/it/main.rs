@@ -18,4 +18,5 @@ mod replyloss;
 mod shrink;
 mod soak;
 mod stuck;
+mod transform;
 mod versions;

@@ -14,6 +14,7 @@
 
 mod attribution;
 mod bitmap;
+mod consumer;
 mod extra;
 mod findings;
 mod history_view;
@@ -24,6 +25,7 @@ mod tally;
 mod test_support;
 mod verdict;
 
+pub use consumer::{ConsumerEvidence, ConsumerSummary, PartitionBacklog, ProbeRecord};
 pub use findings::{CheckerError, DupSpan, Findings, Span, Unexpected, LIST_CAP};
 pub use message::{parse_number, MsgId};
 pub use model::{

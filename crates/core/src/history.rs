@@ -189,6 +189,58 @@ pub enum EventBody {
     },
     /// Free text of note (reconnects, resume, read-back start and end).
     Note { message: String },
+    /// Transform: the inputs an attempt took from the input topic (its `txn_opened` names the
+    /// outputs), which consumer took them, and how many of them had been delivered before.
+    InputsTaken {
+        attempt: u64,
+        consumer: u32,
+        inputs: Ranges,
+        redelivered: u64,
+    },
+    /// Transform: the ACKs of an attempt's inputs in its transaction and what the broker's
+    /// answer proves (`answer`: acked, refused, aborted, not_sent, fatal, ambiguous; see
+    /// `txn::consumer::classify_ack`).
+    InputsAcked {
+        attempt: u64,
+        txn: TxnId,
+        messages: u64,
+        answer: String,
+        detail: String,
+    },
+    /// Transform: the inputs of an attempt that ended without a confirmed commit were handed
+    /// back to the subscription (REDELIVER_UNACKNOWLEDGED_MESSAGES) to be processed again.
+    InputsRedelivered {
+        attempt: u64,
+        inputs: Ranges,
+        reason: String,
+    },
+    /// Transform: a probe transaction acknowledged `message`, an input that `held_by` (the
+    /// attempt's transaction, still open) had acknowledged; Pulsar must refuse it
+    /// (TransactionConflict).
+    ConflictProbe {
+        attempt: u64,
+        probe: TxnId,
+        held_by: TxnId,
+        message: String,
+        outcome: ProbeOutcome,
+        answer: String,
+    },
+}
+
+/// What became of a conflict probe (see `EventBody::ConflictProbe`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeOutcome {
+    /// Refused with TransactionConflict, as it must be.
+    Refused,
+    /// Answered success: the message was acknowledged in two open transactions.
+    Accepted,
+    /// No answer at all within the probe's patience, the connection staying up (seen on 4.2.4
+    /// when the other transaction holds every member of the message's batched entry): neither
+    /// a refusal nor an acceptance.
+    Unanswered,
+    /// No definitive answer (connection lost, another error): proves nothing.
+    Unknown,
 }
 
 impl EventBody {
@@ -210,6 +262,9 @@ impl EventBody {
                 | EventBody::TxnOutcome { .. }
                 | EventBody::AbortRequested { .. }
                 | EventBody::ResendScheduled { .. }
+                | EventBody::InputsTaken { .. }
+                | EventBody::InputsAcked { .. }
+                | EventBody::InputsRedelivered { .. }
         )
     }
 }

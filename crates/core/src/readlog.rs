@@ -389,6 +389,7 @@ mod tests {
                 }],
                 likely_cause: None,
             }),
+            consumer: None,
         };
         StoredReadback::new(n, log, findings, dup_ids, context)
     }

@@ -30,6 +30,8 @@ pub(super) struct HistoryView {
     /// History lines that could not be read, and the first error.
     pub(super) unreadable: u64,
     pub(super) first_error: Option<String>,
+    /// A transform run's consumer side (empty for the producer's).
+    pub(super) consumer: super::consumer::ConsumerSummary,
 }
 
 impl HistoryView {
@@ -132,6 +134,7 @@ struct Scan<'a> {
 impl Scan<'_> {
     fn event(&mut self, t: u64, body: EventBody) {
         let v = &mut self.v;
+        v.consumer.event(t, &body);
         match body {
             EventBody::TxnOpened {
                 attempt,

@@ -211,6 +211,10 @@ pub struct Verdict {
     /// The read-back was held after every fault healed: what held it, the remedies tried.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stuck_reads: Option<crate::stuck::StuckReads>,
+    /// A transform run's consumer side: its transactions, redeliveries, conflict probes and
+    /// the input subscription's backlog (see `checker::consumer`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer: Option<super::consumer::ConsumerSummary>,
 }
 
 /// A stall: what the producer was told meanwhile and what the brokers logged about the topic.
@@ -299,6 +303,10 @@ pub struct Context {
     /// runner from Pulsar's admin API and the brokers' logs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stuck_reads: Option<crate::stuck::StuckReads>,
+    /// A transform run: the input subscription's backlog after the read-back (gathered by the
+    /// runner from the admin API).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumer: Option<super::consumer::ConsumerEvidence>,
 }
 
 fn sorted_by_value<S: serde::Serializer>(

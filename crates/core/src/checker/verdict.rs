@@ -19,7 +19,7 @@ where
     E: fmt::Display,
 {
     let anomalies = anomalies(&findings);
-    let view = history.map(|h| scan_history(h, &anomalies));
+    let mut view = history.map(|h| scan_history(h, &anomalies));
     let missing: Vec<Attributed<Span>> = findings
         .missing
         .iter()
@@ -37,8 +37,16 @@ where
     unfinished_reasons(view.as_ref(), ctx, &mut reasons);
     let stall = stall_finding(view.as_ref(), ctx, &mut reasons, &mut notes);
     let stuck_reads = stuck_finding(ctx, &mut notes);
-    let status = status(&findings, &missing, &duplicates, ctx, &mut reasons);
+    let consumer = consumer_section(view.as_mut(), ctx, &findings, &mut reasons, &mut notes);
+    let mut status = status(&findings, &missing, &duplicates, ctx, &mut reasons);
+    let consumer_findings = consumer.as_ref().map_or(&[][..], |c| &c.findings[..]);
+    if !consumer_findings.is_empty() {
+        status = Status::Violation;
+    }
     let mut summary = summary(&findings, status, &reasons, &notes, &missing, &duplicates);
+    for f in consumer_findings {
+        summary.push_str(&format!(" Consumer: {f}."));
+    }
     if let (Status::Stuck, Some(s)) = (status, &stuck_reads) {
         summary = stuck_summary(&findings, s, &reasons, &notes);
     }
@@ -71,7 +79,34 @@ where
         faults,
         stall,
         stuck_reads,
+        consumer,
     }
+}
+
+/// A transform run's consumer section (None for the producer's workload): the history's
+/// counts and probes, the context's backlog, judged (`ConsumerSummary::judge`).
+fn consumer_section(
+    view: Option<&mut HistoryView>,
+    ctx: &Context,
+    findings: &Findings,
+    reasons: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) -> Option<super::consumer::ConsumerSummary> {
+    let (mut c, finished) = match view {
+        Some(v) => (std::mem::take(&mut v.consumer), v.producer.complete),
+        None => (Default::default(), false),
+    };
+    if ctx.consumer.is_none() && c.transactions == 0 && c.probes == 0 {
+        return None;
+    }
+    c.judge(
+        ctx.consumer.as_ref(),
+        finished,
+        findings.missing_total == 0,
+        reasons,
+        notes,
+    );
+    Some(c)
 }
 
 /// The context's stuck reads; a note when Pulsar's answers do not show what held the read

@@ -103,6 +103,18 @@ pub struct WorkloadFile {
     pub settle_timeout: Option<Dur>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deduplication: Option<bool>,
+    /// `produce` (default) or `transform` (consume-transform-produce, see `transform`); the
+    /// four keys below go with `transform` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<super::WorkloadKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumers: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscription_type: Option<super::SubscriptionType>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<super::TransformFunction>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_transactional: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]

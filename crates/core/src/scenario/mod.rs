@@ -10,10 +10,12 @@ mod file;
 pub mod locate;
 mod model;
 mod resolve;
+pub mod transform;
 mod validate;
 
 pub use file::*;
 pub use model::*;
+pub use transform::{SubscriptionType, Transform, TransformFunction, WorkloadKind};
 pub use validate::validate;
 
 use locate::{path_to_string, Locations};
@@ -83,3 +85,5 @@ pub(crate) fn strip_location(msg: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod transform_tests;

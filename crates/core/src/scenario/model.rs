@@ -204,6 +204,8 @@ pub struct Workload {
     /// How long the read-back waits for open transactions after every fault healed before the
     /// read is called held (stuck reads); default `txn_timeout` + 240 s.
     pub settle_timeout: Duration,
+    /// `kind: transform`: consume-transform-produce instead of the producer (`None`).
+    pub transform: Option<super::Transform>,
 }
 
 impl Workload {

@@ -60,6 +60,11 @@ pub(super) fn resolve_workload_file(w: &Workload) -> WorkloadFile {
         stall_timeout: Some(Dur(w.stall_timeout.unwrap_or(Duration::ZERO))),
         settle_timeout: Some(Dur(w.settle_timeout)),
         deduplication: Some(w.deduplication),
+        kind: w.transform.map(|_| super::WorkloadKind::Transform),
+        consumers: w.transform.map(|t| t.consumers),
+        subscription_type: w.transform.map(|t| t.subscription_type),
+        function: w.transform.map(|t| t.function),
+        input_transactional: w.transform.map(|t| t.input_transactional),
     }
 }
 

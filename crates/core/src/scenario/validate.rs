@@ -3,6 +3,7 @@
 //! `parse` turns the path into a line and column.
 
 mod fault;
+mod transform;
 
 use std::time::Duration;
 
@@ -43,6 +44,7 @@ pub fn validate(raw: ScenarioFile) -> Result<Scenario, Invalid> {
     }
     let cluster = validate_cluster(&raw.cluster)?;
     let workload = validate_workload(&raw.workload)?;
+    transform::check_sabotage(&raw)?;
     let topology = match &cluster {
         ClusterSpec::Docker(d) => d.topology,
         ClusterSpec::External { .. } => Topology::External,
@@ -380,6 +382,12 @@ fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
     if settle_timeout < Duration::from_secs(1) {
         return err(&["workload", "settle_timeout"], "must be at least 1s");
     }
+    let transform = transform::validate_transform(w, concurrency)?;
+    // A transform retries an unknown commit and never resends (see `validate_transform`).
+    let default_resend = match transform {
+        Some(_) => ResendPolicy::RetryCommit,
+        None => ResendPolicy::Verify,
+    };
     Ok(Workload {
         topic,
         unique_topic: w.unique_topic.unwrap_or(true),
@@ -389,7 +397,7 @@ fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
         batch_size,
         concurrency,
         txn_timeout,
-        resend: w.resend.unwrap_or(ResendPolicy::Verify),
+        resend: w.resend.unwrap_or(default_resend),
         message_size,
         rate: w.rate,
         abort_every: w.abort_every,
@@ -399,6 +407,7 @@ fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
         stall_timeout,
         deduplication: w.deduplication.unwrap_or(false),
         settle_timeout,
+        transform,
     })
 }
 

@@ -1,0 +1,210 @@
+//! The consumer side of a transform run (`kind: transform`): what the history says of its
+//! transactions (redeliveries, conflict probes) and what Pulsar's admin API said of the input
+//! subscription's backlog after the read-back, judged.
+//!
+//! Grading, on top of the output's range check:
+//! - a conflict probe that Pulsar accepted (an input acknowledged in two open transactions)
+//!   is a violation of its own kind, with the broker's answer as evidence;
+//! - a backlog above 0 on a partition, when the harness finished every input, the outputs
+//!   are complete and the admin API answered, is a violation: every input's output was
+//!   committed together with its acknowledgement, yet Pulsar still holds inputs;
+//! - a backlog above 0 when the harness stopped early is the harness's: inconclusive (the run
+//!   is already, its workload did not finish), never a violation;
+//! - a backlog the admin API did not report is a note.
+
+use serde::{Deserialize, Serialize};
+
+use crate::history::{EventBody, ProbeOutcome, TxnId};
+
+/// The subscription's backlog on one input partition, as the admin API reported it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionBacklog {
+    pub partition: String,
+    /// `msgBacklog`; `None`: not reported (the call failed or the subscription is absent).
+    pub backlog: Option<u64>,
+    /// The request and the part of its answer that matters, quoted.
+    pub evidence: String,
+}
+
+/// What the runner gathered about the input subscription (stored in `readback.json` with the
+/// rest of the context).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ConsumerEvidence {
+    pub input_topic: String,
+    pub subscription: String,
+    pub backlog: Vec<PartitionBacklog>,
+}
+
+/// One conflict probe, from the history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeRecord {
+    pub t_ms: u64,
+    pub attempt: u64,
+    pub probe: TxnId,
+    pub held_by: TxnId,
+    pub message: String,
+    pub outcome: ProbeOutcome,
+    pub answer: String,
+}
+
+/// The verdict's consumer section.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ConsumerSummary {
+    pub input_topic: String,
+    pub subscription: String,
+    /// Attempts that took inputs (each a transaction).
+    pub transactions: u64,
+    /// Inputs taken in all (with every processing again).
+    pub inputs_taken: u64,
+    /// Inputs taken that had been delivered before.
+    pub inputs_redelivered: u64,
+    /// Attempts whose inputs were handed back (REDELIVER_UNACKNOWLEDGED_MESSAGES), and how
+    /// many inputs so.
+    pub redeliveries: u64,
+    pub inputs_handed_back: u64,
+    /// ACKs in a transaction that were not acknowledged (refused, aborted, unknown, not sent).
+    pub acks_failed: u64,
+    pub probes: u64,
+    pub probes_refused: u64,
+    pub probes_accepted: u64,
+    /// Probes Pulsar did not answer at all (see `ProbeOutcome::Unanswered`): a note.
+    pub probes_unanswered: u64,
+    /// Every probe (few per run).
+    pub probe_records: Vec<ProbeRecord>,
+    pub backlog: Vec<PartitionBacklog>,
+    /// The violations this section found (empty: none).
+    pub findings: Vec<String>,
+}
+
+impl ConsumerSummary {
+    /// Count one event of the history (`history_view` hands every one).
+    pub(super) fn event(&mut self, t_ms: u64, body: &EventBody) {
+        match body {
+            EventBody::InputsTaken {
+                inputs,
+                redelivered,
+                ..
+            } => {
+                self.transactions += 1;
+                self.inputs_taken += inputs.iter().map(|(a, b)| b - a).sum::<u64>();
+                self.inputs_redelivered += redelivered;
+            }
+            EventBody::InputsRedelivered { inputs, .. } => {
+                self.redeliveries += 1;
+                self.inputs_handed_back += inputs.iter().map(|(a, b)| b - a).sum::<u64>();
+            }
+            EventBody::InputsAcked { answer, .. } if answer != "acked" => self.acks_failed += 1,
+            EventBody::ConflictProbe {
+                attempt,
+                probe,
+                held_by,
+                message,
+                outcome,
+                answer,
+            } => {
+                self.probes += 1;
+                match outcome {
+                    ProbeOutcome::Refused => self.probes_refused += 1,
+                    ProbeOutcome::Accepted => self.probes_accepted += 1,
+                    ProbeOutcome::Unanswered => self.probes_unanswered += 1,
+                    ProbeOutcome::Unknown => {}
+                }
+                self.probe_records.push(ProbeRecord {
+                    t_ms,
+                    attempt: *attempt,
+                    probe: *probe,
+                    held_by: *held_by,
+                    message: message.clone(),
+                    outcome: *outcome,
+                    answer: answer.clone(),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// Judge the probes and the backlog (see the module's doc). `finished`: the harness
+    /// finished every input (its `producer_finished` says complete); `outputs_complete`: the
+    /// read-back found no number missing. Violations go to `self.findings` (and are returned),
+    /// reasons for an inconclusive verdict and notes to the given lists. Pure.
+    pub fn judge(
+        &mut self,
+        evidence: Option<&ConsumerEvidence>,
+        finished: bool,
+        outputs_complete: bool,
+        reasons: &mut Vec<String>,
+        notes: &mut Vec<String>,
+    ) -> bool {
+        for p in self
+            .probe_records
+            .iter()
+            .filter(|p| p.outcome == ProbeOutcome::Accepted)
+        {
+            self.findings.push(format!(
+                "conflict probe {} acknowledged {}, which transaction {} of attempt {} held acknowledged and open, and Pulsar answered {} (TransactionConflict expected)",
+                p.probe, p.message, p.held_by, p.attempt, p.answer
+            ));
+        }
+        if let Some(p) = self
+            .probe_records
+            .iter()
+            .find(|p| p.outcome == ProbeOutcome::Unanswered)
+        {
+            notes.push(format!(
+                "{} of {} conflict probe(s) got no answer at all, neither the refusal (TransactionConflict) nor an acceptance; the first: probe {} acknowledging {} held by {} ({})",
+                self.probes_unanswered, self.probes, p.probe, p.message, p.held_by, p.answer
+            ));
+        }
+        if let Some(e) = evidence {
+            self.input_topic = e.input_topic.clone();
+            self.subscription = e.subscription.clone();
+            self.backlog = e.backlog.clone();
+        }
+        let held: Vec<&PartitionBacklog> = self
+            .backlog
+            .iter()
+            .filter(|b| b.backlog.is_some_and(|n| n > 0))
+            .collect();
+        let unknown: Vec<&PartitionBacklog> = self
+            .backlog
+            .iter()
+            .filter(|b| b.backlog.is_none())
+            .collect();
+        if !unknown.is_empty() {
+            notes.push(format!(
+                "the input subscription's backlog was not reported for {} partition(s) ({})",
+                unknown.len(),
+                unknown[0].evidence
+            ));
+        }
+        if !held.is_empty() {
+            let words = held
+                .iter()
+                .map(|b| {
+                    format!(
+                        "{} on {} ({})",
+                        b.backlog.unwrap_or(0),
+                        b.partition,
+                        b.evidence
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            if finished && outputs_complete {
+                self.findings.push(format!(
+                    "every input's output was committed with its acknowledgement, yet the subscription still holds input(s): {words}"
+                ));
+            } else {
+                reasons.push(format!(
+                    "the input subscription still holds input(s), but the transform did not finish every input, so that is the harness's: {words}"
+                ));
+            }
+        }
+        !self.findings.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests;

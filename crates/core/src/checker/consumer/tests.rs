@@ -1,0 +1,191 @@
+//! The consumer section of a transform run: probes and backlog judged.
+
+use super::super::test_support::{ev, finished, grade};
+use super::super::{Context, Status};
+use super::*;
+use crate::history::{Event, EventBody, Outcome, ProbeOutcome, TxnId};
+
+const T1: TxnId = TxnId { most: 0, least: 1 };
+const P: TxnId = TxnId { most: 0, least: 9 };
+
+fn probe(outcome: ProbeOutcome, answer: &str) -> Event {
+    ev(
+        3,
+        EventBody::ConflictProbe {
+            attempt: 1,
+            probe: P,
+            held_by: T1,
+            message: "in 7:0:2".into(),
+            outcome,
+            answer: answer.into(),
+        },
+    )
+}
+
+/// Attempt 1 takes inputs [0, 10), publishes them, commits; `extra` goes before the end.
+fn transform_history(extra: Vec<Event>, complete: bool) -> Vec<Event> {
+    let mut h = vec![
+        ev(
+            0,
+            EventBody::TxnOpened {
+                attempt: 1,
+                txn: T1,
+                numbers: vec![(0, 10)],
+                resend_of: None,
+            },
+        ),
+        ev(
+            0,
+            EventBody::InputsTaken {
+                attempt: 1,
+                consumer: 0,
+                inputs: vec![(0, 10)],
+                redelivered: 2,
+            },
+        ),
+        ev(
+            1,
+            EventBody::InputsRedelivered {
+                attempt: 1,
+                inputs: vec![(0, 4)],
+                reason: "x".into(),
+            },
+        ),
+    ];
+    h.extend(extra);
+    h.push(ev(
+        5,
+        EventBody::TxnOutcome {
+            attempt: 1,
+            txn: T1,
+            outcome: Outcome::Committed,
+            detail: String::new(),
+        },
+    ));
+    h.push(finished(6, complete));
+    h
+}
+
+fn backlog(n: Option<u64>) -> Context {
+    Context {
+        consumer: Some(ConsumerEvidence {
+            input_topic: "in".into(),
+            subscription: "s".into(),
+            backlog: vec![PartitionBacklog {
+                partition: "in-partition-0".into(),
+                backlog: n,
+                evidence: format!("msgBacklog {n:?}"),
+            }],
+        }),
+        ..Context::default()
+    }
+}
+
+fn all() -> Vec<u64> {
+    (0..10).collect()
+}
+
+#[test]
+fn refused_probes_and_no_backlog_pass_with_the_counts() {
+    let h = transform_history(
+        vec![probe(ProbeOutcome::Refused, "refused: TransactionConflict")],
+        true,
+    );
+    let v = grade(&all(), h, &backlog(Some(0)));
+    assert_eq!(v.status, Status::Pass, "{}", v.summary);
+    let c = v.consumer.expect("a consumer section");
+    assert_eq!(
+        (c.transactions, c.inputs_taken, c.inputs_redelivered),
+        (1, 10, 2)
+    );
+    assert_eq!((c.redeliveries, c.inputs_handed_back), (1, 4));
+    assert_eq!((c.probes, c.probes_refused, c.probes_accepted), (1, 1, 0));
+    assert!(c.findings.is_empty());
+    assert_eq!(c.backlog[0].backlog, Some(0));
+}
+
+#[test]
+fn an_accepted_probe_is_a_violation_with_the_answer() {
+    let h = transform_history(
+        vec![probe(ProbeOutcome::Accepted, "acked: ACK_RESPONSE")],
+        true,
+    );
+    let v = grade(&all(), h, &backlog(Some(0)));
+    assert_eq!(v.status, Status::Violation, "{}", v.summary);
+    let c = v.consumer.unwrap();
+    assert_eq!(c.findings.len(), 1);
+    assert!(
+        c.findings[0].contains("acked: ACK_RESPONSE"),
+        "{:?}",
+        c.findings
+    );
+    assert!(
+        v.summary.contains("Consumer: conflict probe"),
+        "{}",
+        v.summary
+    );
+}
+
+#[test]
+fn an_unanswered_probe_is_a_note_only() {
+    let h = transform_history(vec![probe(ProbeOutcome::Unanswered, "no answer")], true);
+    let v = grade(&all(), h, &backlog(Some(0)));
+    assert_eq!(v.status, Status::Pass, "{}", v.summary);
+    assert!(
+        v.notes.iter().any(|n| n.contains("no answer at all")),
+        "{:?}",
+        v.notes
+    );
+    assert_eq!(v.consumer.unwrap().probes_unanswered, 1);
+}
+
+#[test]
+fn a_backlog_after_a_finished_transform_is_a_violation() {
+    let v = grade(&all(), transform_history(vec![], true), &backlog(Some(3)));
+    assert_eq!(v.status, Status::Violation, "{}", v.summary);
+    let c = v.consumer.unwrap();
+    assert!(
+        c.findings[0].contains("msgBacklog Some(3)"),
+        "{:?}",
+        c.findings
+    );
+}
+
+#[test]
+fn a_backlog_the_harness_left_is_inconclusive_never_a_violation() {
+    let v = grade(&all(), transform_history(vec![], false), &backlog(Some(3)));
+    assert_eq!(v.status, Status::Inconclusive, "{}", v.summary);
+    assert!(v.consumer.unwrap().findings.is_empty());
+    assert!(
+        v.reasons
+            .iter()
+            .any(|r| r.contains("that is the harness's")),
+        "{:?}",
+        v.reasons
+    );
+}
+
+#[test]
+fn a_backlog_with_outputs_missing_is_not_the_consumer_s_finding() {
+    let read: Vec<u64> = (0..9).collect();
+    let v = grade(&read, transform_history(vec![], true), &backlog(Some(1)));
+    assert!(v.consumer.unwrap().findings.is_empty());
+}
+
+#[test]
+fn an_unreported_backlog_is_a_note() {
+    let v = grade(&all(), transform_history(vec![], true), &backlog(None));
+    assert_eq!(v.status, Status::Pass, "{}", v.summary);
+    assert!(
+        v.notes.iter().any(|n| n.contains("not reported")),
+        "{:?}",
+        v.notes
+    );
+}
+
+#[test]
+fn a_producer_run_has_no_consumer_section() {
+    let h = vec![finished(6, true)];
+    let v = grade(&all(), h, &Context::default());
+    assert!(v.consumer.is_none());
+}

@@ -1,0 +1,134 @@
+//! `kind: transform`: its keys parsed, defaulted, refused where they do not apply, and written
+//! back in the resolved scenario.
+
+use super::*;
+
+const TRANSFORM: &str = "\
+name: t
+cluster: { topology: standalone }
+workload:
+  topic: persistent://public/default/t
+  messages: 2000
+  txn_size: 10
+  concurrency: 3
+  kind: transform
+";
+
+fn located(text: &str) -> (usize, usize, String) {
+    match parse("t.yaml", text) {
+        Err(ScenarioError::Invalid {
+            line,
+            column,
+            message,
+            ..
+        }) => (line, column, message),
+        other => panic!("expected a located error, got {other:?}"),
+    }
+}
+
+#[test]
+fn transform_defaults() {
+    let s = parse("t.yaml", TRANSFORM).unwrap();
+    let t = s.workload.transform.expect("a transform");
+    assert_eq!(t.consumers, 3, "consumers default to concurrency");
+    assert_eq!(t.subscription_type, SubscriptionType::Shared);
+    assert_eq!(t.function, TransformFunction::Identity);
+    assert!(!t.input_transactional);
+    assert_eq!(s.workload.resend, ResendPolicy::RetryCommit);
+}
+
+#[test]
+fn the_producer_workload_has_no_transform() {
+    let text = TRANSFORM.replace("  kind: transform\n", "");
+    let s = parse("t.yaml", &text).unwrap();
+    assert_eq!(s.workload.transform, None);
+    assert_eq!(s.workload.resend, ResendPolicy::Verify);
+    let text = TRANSFORM.replace("kind: transform", "kind: produce");
+    assert_eq!(parse("t.yaml", &text).unwrap().workload.transform, None);
+}
+
+#[test]
+fn transform_keys_parse() {
+    let text = format!(
+        "{TRANSFORM}  consumers: 2\n  subscription_type: key_shared\n  function: identity\n  input_transactional: true\n"
+    );
+    let t = parse("t.yaml", &text).unwrap().workload.transform.unwrap();
+    assert_eq!(t.consumers, 2);
+    assert_eq!(t.subscription_type, SubscriptionType::KeyShared);
+    assert!(t.input_transactional);
+    let text = format!("{TRANSFORM}  subscription_type: failover\n");
+    let t = parse("t.yaml", &text).unwrap().workload.transform.unwrap();
+    assert_eq!(t.subscription_type, SubscriptionType::Failover);
+}
+
+#[test]
+fn resolved_transform_parses_back_the_same() {
+    let text = format!("{TRANSFORM}  consumers: 2\n  subscription_type: failover\n");
+    let s = parse("t.yaml", &text).unwrap();
+    let yaml = s.resolved_yaml();
+    assert!(yaml.contains("kind: transform"), "{yaml}");
+    let again = parse("resolved.yaml", &yaml).unwrap();
+    assert_eq!(s.workload, again.workload);
+}
+
+#[test]
+fn an_unknown_workload_key_is_located() {
+    let text = format!("{TRANSFORM}  consumerz: 2\n");
+    let (line, column, message) = located(&text);
+    assert_eq!((line, column), (9, 3), "{message}");
+    assert!(message.contains("unknown field `consumerz`"), "{message}");
+}
+
+#[test]
+fn unknown_values_are_located() {
+    let text = format!("{TRANSFORM}  subscription_type: exclusive\n");
+    let (line, _, message) = located(&text);
+    assert_eq!(line, 9, "{message}");
+    assert!(message.contains("unknown variant `exclusive`"), "{message}");
+    let text = format!("{TRANSFORM}  function: square\n");
+    let (line, _, message) = located(&text);
+    assert_eq!(line, 9, "{message}");
+    assert!(message.contains("unknown variant `square`"), "{message}");
+    let text = TRANSFORM.replace("kind: transform", "kind: mirror");
+    let (line, _, message) = located(&text);
+    assert_eq!(line, 8, "{message}");
+}
+
+#[test]
+fn transform_keys_without_the_kind_are_refused() {
+    let text = TRANSFORM.replace("  kind: transform\n", "  consumers: 2\n");
+    let (line, column, message) = located(&text);
+    assert_eq!((line, column), (8, 3), "{message}");
+    assert!(message.contains("workload.consumers"), "{message}");
+    assert!(message.contains("kind: transform"), "{message}");
+}
+
+#[test]
+fn producer_keys_that_do_not_apply_are_refused() {
+    for (extra, key) in [
+        ("  transactions: false\n", "transactions"),
+        ("  rate: 100\n", "rate"),
+        ("  deduplication: true\n", "deduplication"),
+        ("  resend: verify\n", "resend"),
+        ("  resend: naive\n", "resend"),
+        ("  consumers: 0\n", "consumers"),
+    ] {
+        let (line, column, message) = located(&format!("{TRANSFORM}{extra}"));
+        assert_eq!((line, column), (9, 3), "{extra}: {message}");
+        assert!(message.contains(&format!("workload.{key}")), "{message}");
+    }
+    let ok = format!("{TRANSFORM}  resend: retry-commit\n  abort_every: 5\n");
+    assert!(parse("t.yaml", &ok).is_ok());
+    let sabotage = format!("{TRANSFORM}sabotage: {{ skip: [1] }}\n");
+    let (line, _, message) = located(&sabotage);
+    assert_eq!(line, 9, "{message}");
+}
+
+#[test]
+fn the_input_topic_and_f() {
+    assert_eq!(
+        transform::input_topic("persistent://public/default/t-r1"),
+        "persistent://public/default/t-r1-in"
+    );
+    assert_eq!(TransformFunction::Identity.apply(41), 41);
+}

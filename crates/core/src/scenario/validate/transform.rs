@@ -1,0 +1,76 @@
+//! The keys of `kind: transform` (see `scenario::transform`): refused on the producer's
+//! workload, checked and defaulted on the transform's, and the producer's keys that do not
+//! apply to a transform refused.
+
+use super::super::file::{ScenarioFile, WorkloadFile};
+use super::super::model::ResendPolicy;
+use super::super::transform::{Transform, WorkloadKind};
+use super::{err, Invalid};
+
+/// The transform's keys, or `None` for the producer's workload (where they are refused).
+pub(super) fn validate_transform(
+    w: &WorkloadFile,
+    concurrency: u32,
+) -> Result<Option<Transform>, Invalid> {
+    if w.kind.unwrap_or_default() == WorkloadKind::Produce {
+        for (field, set) in [
+            ("consumers", w.consumers.is_some()),
+            ("subscription_type", w.subscription_type.is_some()),
+            ("function", w.function.is_some()),
+            ("input_transactional", w.input_transactional.is_some()),
+        ] {
+            if set {
+                return err(&["workload", field], "goes with `kind: transform` only");
+            }
+        }
+        return Ok(None);
+    }
+    let consumers = w.consumers.unwrap_or(concurrency);
+    if !(1..=1024).contains(&consumers) {
+        return err(&["workload", "consumers"], "must be between 1 and 1024");
+    }
+    // The producer's keys that mean nothing to the transform are refused rather than ignored.
+    for (field, set, why) in [
+        (
+            "transactions",
+            w.transactions == Some(false),
+            "a transform runs in transactions (transactions: false is the producer's baseline)",
+        ),
+        (
+            "rate",
+            w.rate.is_some(),
+            "applies to the producer; a transform consumes as fast as it goes",
+        ),
+        (
+            "deduplication",
+            w.deduplication == Some(true),
+            "applies to the producer's sequence ids; a transform's outputs do not use them",
+        ),
+        (
+            "resend",
+            matches!(w.resend, Some(ResendPolicy::Naive | ResendPolicy::Verify)),
+            "a transform never resends its outputs: after an unknown commit outcome it retries the commit (retry-commit) and leaves the rest to the subscription (an aborted transaction's inputs come again)",
+        ),
+    ] {
+        if set {
+            return err(&["workload", field], format!("does not go with `kind: transform`: {why}"));
+        }
+    }
+    Ok(Some(Transform {
+        consumers,
+        subscription_type: w.subscription_type.unwrap_or_default(),
+        function: w.function.unwrap_or_default(),
+        input_transactional: w.input_transactional.unwrap_or(false),
+    }))
+}
+
+/// Sabotage is the producer's (numbers never sent, sent twice); a transform refuses it.
+pub(super) fn check_sabotage(raw: &ScenarioFile) -> Result<(), Invalid> {
+    if raw.workload.kind == Some(WorkloadKind::Transform) && raw.sabotage.is_some() {
+        return err(
+            &["sabotage"],
+            "does not go with `kind: transform` (sabotage changes what the producer sends)",
+        );
+    }
+    Ok(())
+}

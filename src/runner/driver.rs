@@ -1,0 +1,154 @@
+//! What drives a run's workload: the transactional producer, or the transform
+//! (`kind: transform`: the input topic filled first, before any fault, then the
+//! consume-transform-produce workers). The steps of `phases` see one type.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::admin::Admin;
+use crate::checker::ConsumerEvidence;
+use crate::error::{Error, Result};
+use crate::history::History;
+use crate::scenario::transform::{input_topic, SUBSCRIPTION};
+use crate::transform::{self, Transformer};
+use crate::workload::{self, Producer, Stats};
+
+/// The workload of a run.
+#[derive(Clone)]
+pub(super) enum Driver {
+    Produce(Arc<Producer>),
+    Transform(Arc<Transformer>),
+}
+
+impl Driver {
+    pub(super) fn stats(&self) -> Arc<Stats> {
+        match self {
+            Driver::Produce(p) => p.stats(),
+            Driver::Transform(t) => t.stats(),
+        }
+    }
+
+    pub(super) async fn run(&self) -> workload::Report {
+        match self {
+            Driver::Produce(p) => p.run().await,
+            Driver::Transform(t) => t.run().await,
+        }
+    }
+
+    pub(super) fn stop(&self, reason: &str) {
+        match self {
+            Driver::Produce(p) => p.stop(reason),
+            Driver::Transform(t) => t.stop(reason),
+        }
+    }
+
+    pub(super) async fn close(&self) {
+        match self {
+            Driver::Produce(p) => p.close().await,
+            Driver::Transform(t) => t.close().await,
+        }
+    }
+
+    pub(super) fn journal_counters(&self) -> crate::journal::Counters {
+        match self {
+            Driver::Produce(p) => p.journal_counters(),
+            Driver::Transform(_) => crate::journal::Counters::default(),
+        }
+    }
+
+    /// The transform's counters for `transform.json` (None for the producer).
+    pub(super) fn transform_json(&self) -> Option<serde_json::Value> {
+        let Driver::Transform(t) = self else {
+            return None;
+        };
+        let c = &t.counts;
+        let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        Some(serde_json::json!({
+            "redeliveries": get(&c.redeliveries),
+            "redelivered_inputs": get(&c.redelivered_inputs),
+            "received_again": get(&c.received_again),
+            "stale_copies_dropped": get(&c.stale_copies),
+            "probes": get(&c.probes),
+            "probes_refused": get(&c.probes_refused),
+            "probes_accepted": get(&c.probes_accepted),
+            "probes_unanswered": get(&c.probes_unanswered),
+            "consumer_reconnects": get(&c.reconnects),
+        }))
+    }
+}
+
+/// A transform run: fill `<topic>-in` (no fault is active yet), then connect the transform.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn start_transform(
+    scenario: &crate::scenario::Scenario,
+    dir: &Path,
+    topic: &str,
+    run_id: &str,
+    service_url: &str,
+    admin: &Admin,
+    history: &History,
+    dial: Option<workload::Dialer>,
+) -> Result<Driver> {
+    let w = &scenario.workload;
+    let t = w
+        .transform
+        .expect("start_transform is called for a transform workload");
+    let input = input_topic(topic);
+    let name = format!("pc-{run_id}");
+    transform::fill_input(w, &input, service_url, admin, dir, &name)
+        .await
+        .map_err(|e| Error::Pulsar(e.to_string()))?;
+    let cfg = transform::Config {
+        topic: topic.to_string(),
+        input,
+        partitions: w.partitions,
+        messages: w.messages,
+        txn_size: w.txn_size,
+        batch_size: w.batch_size,
+        consumers: t.consumers,
+        sub_type: t.subscription_type,
+        function: t.function,
+        message_size: w.message_size,
+        abort_every: w.abort_every,
+        txn_timeout: w.txn_timeout,
+        op_timeout: w.op_timeout,
+        deadline: w.deadline,
+        name,
+        dial,
+    };
+    let t = Transformer::connect(cfg, service_url, admin.clone(), history.clone())
+        .await
+        .map_err(|e| Error::Pulsar(format!("cannot start the transform: {e}")))?;
+    Ok(Driver::Transform(Arc::new(t)))
+}
+
+/// After the read-back of a transform run: the input subscription's backlog per partition,
+/// once 0 everywhere or as it is after 30 s.
+pub(super) async fn consumer_evidence(
+    admin: &Admin,
+    scenario: &crate::scenario::Scenario,
+    topic: &str,
+    history: &History,
+) -> Option<ConsumerEvidence> {
+    let w = &scenario.workload;
+    w.transform?;
+    let input = input_topic(topic);
+    let parts = crate::txn::partition_names(&input, w.partitions);
+    let backlog = transform::wait_backlog_zero(admin, &parts, Duration::from_secs(30)).await;
+    history.record(crate::history::EventBody::Note {
+        message: format!(
+            "the input subscription's backlog: {}",
+            backlog
+                .iter()
+                .map(|b| format!("{} {:?}", b.partition, b.backlog))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    });
+    Some(ConsumerEvidence {
+        input_topic: input,
+        subscription: SUBSCRIPTION.to_string(),
+        backlog,
+    })
+}

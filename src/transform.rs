@@ -1,0 +1,337 @@
+//! Consume-transform-produce (`kind: transform`, issue #13): `consumers` workers, each with a
+//! consumer per partition of the input topic on one subscription, take up to `txn_size`
+//! inputs, open a transaction, register the subscription and the output partitions, publish
+//! `f(n)` for each input to the checked topic, acknowledge the inputs in the same transaction
+//! and commit.
+//!
+//! What becomes of an attempt that does not commit: a failed NEW_TXN, registration, SEND or
+//! ACK (or `abort_every`) aborts it (END_TXN ABORT, awaited) and hands its inputs back to the
+//! subscription (REDELIVER_UNACKNOWLEDGED_MESSAGES), so they are processed again. A commit
+//! whose answer is lost is asked again (the `retry-commit` policy of core `policy`); if it
+//! stays unknown, nothing is resent: the inputs are handed back, and the broker's subscription
+//! decides (committed: they are acknowledged and never come again; aborted: they come again).
+//! That is what the checker verifies: the output holds `f([0, N))` exactly once and the
+//! subscription's backlog is 0.
+//!
+//! The run is complete when every input's commit was confirmed, or, after an unknown outcome,
+//! when no worker holds an input and the subscription's backlog is 0 on every partition (asked
+//! over the admin API). The parts: `fill` (the input topic), `worker` (a worker's loop and one
+//! transaction), `end` (abort, hand-back, commit), `probe` (the conflict probe and the backlog).
+
+mod end;
+mod fill;
+mod probe;
+mod worker;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::admin::Admin;
+use crate::history::{EventBody, History};
+use crate::scenario::{SubscriptionType, TransformFunction};
+use crate::txn::coordinator::Coordinators;
+use crate::txn::producer::PartitionProducer;
+use crate::txn::{partition_names, Client, TxnError};
+use crate::workload::{Report, Stats};
+
+pub use fill::fill_input;
+pub use probe::{subscription_backlog, wait_backlog_zero};
+
+/// Why a transform run could not start or go on.
+#[derive(Debug, thiserror::Error)]
+pub enum TransformError {
+    #[error("the transaction client failed: {0}")]
+    Txn(#[from] TxnError),
+    #[error("filling the input topic {topic}: {detail}")]
+    Fill { topic: String, detail: String },
+    #[error("the admin API failed: {0}")]
+    Admin(#[from] crate::admin::AdminError),
+    /// `run --resume` of a transform run: its state is the subscription's, which the journal
+    /// does not record.
+    #[error("--resume does not continue a transform run (kind: transform): its progress is the input subscription's state, which the journal does not record; run the scenario again")]
+    ResumeUnsupported,
+}
+
+/// What the transform is to do.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The output topic (the one the checker reads).
+    pub topic: String,
+    /// The input topic (`<topic>-in`).
+    pub input: String,
+    pub partitions: u32,
+    pub messages: u64,
+    pub txn_size: u32,
+    pub batch_size: u32,
+    pub consumers: u32,
+    pub sub_type: SubscriptionType,
+    pub function: TransformFunction,
+    pub message_size: usize,
+    pub abort_every: Option<u32>,
+    pub txn_timeout: Duration,
+    pub op_timeout: Duration,
+    pub deadline: Duration,
+    /// Prefix of producer and consumer names.
+    pub name: String,
+    /// Where the connections go (a `reply_loss` fault's proxy); `None`: straight to the
+    /// brokers.
+    pub dial: Option<crate::workload::Dialer>,
+}
+
+/// The consumer side's counters (the transaction counts are `Stats`'s).
+#[derive(Debug, Default)]
+pub struct Counts {
+    /// REDELIVER_UNACKNOWLEDGED_MESSAGES asked after an attempt that did not commit, and the
+    /// inputs handed back so.
+    pub redeliveries: AtomicU64,
+    pub redelivered_inputs: AtomicU64,
+    /// Inputs received that had been delivered before (redelivery count above 0).
+    pub received_again: AtomicU64,
+    /// Copies of inputs this worker had already seen committed, dropped before processing.
+    pub stale_copies: AtomicU64,
+    pub probes: AtomicU64,
+    pub probes_refused: AtomicU64,
+    pub probes_accepted: AtomicU64,
+    pub probes_unanswered: AtomicU64,
+    pub reconnects: AtomicU64,
+}
+
+/// How often the conflict probe runs: on attempt 1 and every `PROBE_EVERY`th, at most
+/// `PROBE_MAX` times per run.
+pub const PROBE_EVERY: u64 = 50;
+pub const PROBE_MAX: u32 = 10;
+
+/// The transform of a run.
+pub struct Transformer {
+    cfg: Config,
+    client: Arc<Client>,
+    tcs: Arc<Coordinators>,
+    producers: Vec<Arc<PartitionProducer>>,
+    output_partitions: Vec<String>,
+    input_partitions: Vec<String>,
+    history: History,
+    admin: Admin,
+    pub stats: Arc<Stats>,
+    pub counts: Arc<Counts>,
+    next_attempt: AtomicU64,
+    /// Why the run stops early (a stall, a signal, a fatal error); `None` while it goes on.
+    stopped: Mutex<Option<String>>,
+    /// The run is over (complete or stopped): workers leave.
+    over: std::sync::atomic::AtomicBool,
+    changed: Notify,
+    /// Inputs whose commit was confirmed (distinct).
+    committed: Mutex<BTreeSet<u64>>,
+    /// The messages of those inputs: a copy that comes again (a redelivery asked while it was
+    /// on its way) is dropped, not processed again.
+    done: Mutex<std::collections::HashSet<worker::Key>>,
+    /// Workers holding inputs (from the first received to the end of their transaction).
+    busy: AtomicU64,
+    /// Bumped on every input received: the idle check's generation.
+    activity: AtomicU64,
+    /// Bumped to make every worker hand back all it holds unacknowledged.
+    nudge: AtomicU64,
+    probes_left: AtomicU32,
+}
+
+impl Transformer {
+    /// Connect the coordinators and one producer per output partition.
+    pub async fn connect(
+        cfg: Config,
+        service_url: &str,
+        admin: Admin,
+        history: History,
+    ) -> Result<Transformer, TransformError> {
+        let client = Client::with_dial(
+            service_url,
+            cfg.op_timeout,
+            cfg.dial.as_ref().map(|d| d.0.clone()),
+        );
+        let deadline = Instant::now() + cfg.op_timeout.max(Duration::from_secs(30)) * 2;
+        let tcs =
+            crate::txn::with_retry(deadline, || Coordinators::discover(client.clone())).await?;
+        let output_partitions = partition_names(&cfg.topic, cfg.partitions);
+        let mut producers = Vec::new();
+        for (i, t) in output_partitions.iter().enumerate() {
+            let p = Arc::new(PartitionProducer::new(
+                client.clone(),
+                t,
+                &format!("{}-out-p{i}", cfg.name),
+                true,
+            ));
+            crate::txn::with_retry(deadline, || p.ready()).await?;
+            producers.push(p);
+        }
+        Ok(Transformer {
+            input_partitions: partition_names(&cfg.input, cfg.partitions),
+            client,
+            tcs: Arc::new(tcs),
+            producers,
+            output_partitions,
+            history,
+            admin,
+            stats: Arc::new(Stats::default()),
+            counts: Arc::new(Counts::default()),
+            next_attempt: AtomicU64::new(1),
+            stopped: Mutex::new(None),
+            over: std::sync::atomic::AtomicBool::new(false),
+            changed: Notify::new(),
+            committed: Mutex::new(BTreeSet::new()),
+            done: Mutex::new(std::collections::HashSet::new()),
+            busy: AtomicU64::new(0),
+            activity: AtomicU64::new(0),
+            nudge: AtomicU64::new(0),
+            probes_left: AtomicU32::new(PROBE_MAX),
+            cfg,
+        })
+    }
+
+    pub fn stats(&self) -> Arc<Stats> {
+        self.stats.clone()
+    }
+
+    /// Stop early (a stall, a signal): workers finish the transaction in hand and leave.
+    pub fn stop(&self, reason: &str) {
+        let mut s = self.stopped.lock().expect("lock");
+        if s.is_none() {
+            *s = Some(reason.to_string());
+        }
+        drop(s);
+        self.over.store(true, Ordering::SeqCst);
+        self.changed.notify_waiters();
+    }
+
+    fn is_over(&self) -> bool {
+        self.over.load(Ordering::SeqCst)
+    }
+
+    /// Close connections.
+    pub async fn close(&self) {
+        self.client.close_all().await;
+    }
+
+    /// Transform until every input is final, the deadline passes, or a stop.
+    pub async fn run(self: &Arc<Self>) -> Report {
+        let started = Instant::now();
+        let deadline = started + self.cfg.deadline;
+        let mut workers = Vec::new();
+        for id in 0..self.cfg.consumers.max(1) {
+            let me = self.clone();
+            workers.push(tokio::spawn(async move { me.worker(id, deadline).await }));
+        }
+        let complete = self.watch(deadline).await;
+        self.over.store(true, Ordering::SeqCst);
+        self.changed.notify_waiters();
+        for w in workers {
+            if let Err(e) = w.await {
+                self.stop(&format!("a transform task panicked: {e}"));
+            }
+        }
+        let snapshot = self.stats.snapshot();
+        let stopped = self.stopped.lock().expect("lock").clone();
+        let complete = complete && stopped.is_none();
+        let detail = match (&stopped, complete) {
+            (Some(s), _) => format!("stopped: {s}"),
+            (None, true) => {
+                "every input reached a final state; the subscription's backlog is 0".into()
+            }
+            (None, false) => format!(
+                "the deadline of {}s passed with {} of {} inputs confirmed committed",
+                self.cfg.deadline.as_secs(),
+                self.committed.lock().expect("lock").len(),
+                self.cfg.messages
+            ),
+        };
+        self.history.record(EventBody::ProducerFinished {
+            committed: snapshot.committed,
+            aborted: snapshot.aborted,
+            ambiguous: snapshot.ambiguous,
+            messages_committed: snapshot.messages_committed,
+            complete,
+            detail: detail.clone(),
+        });
+        self.history.flush();
+        Report {
+            stats: snapshot,
+            complete,
+            detail,
+            elapsed: started.elapsed(),
+        }
+    }
+
+    /// Until the run is complete (true) or over otherwise (false): every input confirmed
+    /// committed, or no worker holding anything and the backlog 0 on every partition.
+    async fn watch(&self, deadline: Instant) -> bool {
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        let mut idle_since: Option<(Instant, u64)> = None;
+        let mut nonzero_checks = 0u32;
+        loop {
+            tick.tick().await;
+            if self.is_over() {
+                return false;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            if self.committed.lock().expect("lock").len() as u64 >= self.cfg.messages {
+                return true;
+            }
+            let gen = self.activity.load(Ordering::SeqCst);
+            if self.busy.load(Ordering::SeqCst) > 0 {
+                idle_since = None;
+                continue;
+            }
+            match idle_since {
+                Some((since, g)) if g == gen => {
+                    if since.elapsed() < Duration::from_secs(2) {
+                        continue;
+                    }
+                }
+                _ => {
+                    idle_since = Some((Instant::now(), gen));
+                    continue;
+                }
+            }
+            // Idle for 2 s: ask the subscription.
+            let backlog = subscription_backlog(&self.admin, &self.input_partitions).await;
+            let zero = backlog.iter().all(|b| b.backlog == Some(0));
+            if zero
+                && self.busy.load(Ordering::SeqCst) == 0
+                && self.activity.load(Ordering::SeqCst) == gen
+            {
+                self.history.record(EventBody::Note {
+                    message: format!(
+                        "transform: no worker holds an input and the subscription's backlog is 0 on every partition ({} of {} inputs confirmed committed)",
+                        self.committed.lock().expect("lock").len(),
+                        self.cfg.messages
+                    ),
+                });
+                return true;
+            }
+            // Inputs left with a worker that holds none (an abort the broker did not follow
+            // with a redelivery): every worker hands back what it holds, every 5 checks.
+            nonzero_checks += 1;
+            if nonzero_checks % 5 == 0 {
+                self.history.record(EventBody::Note {
+                    message: format!(
+                        "transform: idle with a backlog ({}); every consumer asks for its unacknowledged messages again",
+                        backlog
+                            .iter()
+                            .map(|b| format!("{}: {:?}", b.partition, b.backlog))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                });
+                self.nudge.fetch_add(1, Ordering::SeqCst);
+            }
+            idle_since = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

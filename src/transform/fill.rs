@@ -1,0 +1,101 @@
+//! The input topic filled with `[0, N)` before the transform and before any fault: the
+//! workload's own producer on `<topic>-in` (plain sends, or transactions with
+//! `input_transactional`), with a history (`history-in.jsonl`) and a journal (`journal-in/`) of
+//! its own so the run's history holds only the transform's attempts. The input is then read
+//! back and checked like an output: exactly `[0, N)` once, or the run does not start (a
+//! duplicated input would make a duplicated output that is nobody's fault but the fill's).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::admin::Admin;
+use crate::history::History;
+use crate::journal::Journal;
+use crate::scenario::{ResendPolicy, Workload};
+use crate::workload::{Config as ProducerConfig, Producer};
+
+use super::TransformError;
+
+/// Fill `input` with `[0, N)` (`partitions` as the workload's), then read it back and check it.
+pub async fn fill_input(
+    w: &Workload,
+    input: &str,
+    service_url: &str,
+    admin: &Admin,
+    dir: &Path,
+    name: &str,
+) -> Result<(), TransformError> {
+    let fail = |detail: String| TransformError::Fill {
+        topic: input.to_string(),
+        detail,
+    };
+    let transactional = w.transform.is_some_and(|t| t.input_transactional);
+    if w.partitions > 1 {
+        admin.create_partitioned_topic(input, w.partitions).await?;
+    }
+    let cfg = ProducerConfig {
+        topic: input.to_string(),
+        partitions: w.partitions,
+        messages: w.messages,
+        txn_size: w.txn_size.max(100),
+        batch_size: w.batch_size,
+        concurrency: 4,
+        txn_timeout: w.txn_timeout,
+        resend: ResendPolicy::RetryCommit,
+        message_size: w.message_size,
+        rate: None,
+        abort_every: None,
+        transactions: transactional,
+        op_timeout: w.op_timeout,
+        deadline: w.deadline,
+        skip: BTreeSet::new(),
+        duplicate: Vec::new(),
+        name: format!("{name}-in"),
+        dial: None,
+    };
+    let journal = Journal::open(&dir.join("journal-in")).map_err(|e| fail(e.to_string()))?;
+    let history = History::create(
+        &dir.join("history-in.jsonl"),
+        tokio::time::Instant::now().into_std(),
+        false,
+    )
+    .map_err(|e| fail(e.to_string()))?;
+    let producer = Producer::connect(cfg, service_url, admin.clone(), journal, history, 1)
+        .await
+        .map_err(|e| fail(format!("cannot start its producer: {e}")))?;
+    let producer = Arc::new(producer);
+    let report = producer.run().await;
+    producer.close().await;
+    if !report.complete || report.stats.aborted > 0 || report.stats.ambiguous > 0 {
+        return Err(fail(format!(
+            "{} ({} aborted, {} ambiguous); a resent input could be there twice",
+            report.detail, report.stats.aborted, report.stats.ambiguous
+        )));
+    }
+    let rb = crate::readback::read_back(service_url, input, w.messages, Duration::from_secs(60))
+        .await
+        .map_err(|e| fail(format!("reading it back: {e}")))?;
+    let f = &rb.findings;
+    if rb.incomplete.is_some()
+        || f.missing_total > 0
+        || f.duplicate_values > 0
+        || f.unexpected_total > 0
+    {
+        return Err(fail(format!(
+            "it does not hold [0, {}) exactly once: {} missing, {} duplicated, {} unexpected{}",
+            w.messages,
+            f.missing_total,
+            f.duplicate_values,
+            f.unexpected_total,
+            rb.incomplete.map(|i| format!(" ({i})")).unwrap_or_default()
+        )));
+    }
+    eprintln!(
+        "input {input}: {} numbers in {:.1}s, read back and checked",
+        w.messages,
+        report.elapsed.as_secs_f64()
+    );
+    Ok(())
+}

@@ -1,0 +1,163 @@
+//! The conflict probe (an input acknowledged in an open transaction must not be acknowledged
+//! in another: Pulsar answers TransactionConflict) and the subscription's backlog per input
+//! partition, as the admin API reports it.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use pulsar::message::proto::{MessageIdData, ServerError, TxnAction};
+use tokio::time::Instant;
+
+use crate::admin::Admin;
+use crate::checker::PartitionBacklog;
+use crate::history::{EventBody, ProbeOutcome, TxnId};
+use crate::scenario::transform::SUBSCRIPTION;
+use crate::txn::consumer::{classify_ack, AckAnswer, AckKind};
+use crate::txn::TxnError;
+
+use super::worker::{answer_words, Worker};
+use super::Transformer;
+
+impl Transformer {
+    /// Acknowledge `id` (acknowledged in `held_by`, still open) in a probe transaction of its
+    /// own, record what Pulsar answered, and abort the probe. At most `PROBE_MAX` per run.
+    pub(super) async fn probe(
+        &self,
+        w: &mut Worker,
+        attempt: u64,
+        held_by: TxnId,
+        p: usize,
+        id: &MessageIdData,
+        op_deadline: Instant,
+    ) {
+        let left = self
+            .probes_left
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        if left.is_err() {
+            return;
+        }
+        let Ok(probe) = self.tcs.new_txn(self.cfg.txn_timeout, op_deadline).await else {
+            return;
+        };
+        let sub = [(self.input_partitions[p].clone(), SUBSCRIPTION.to_string())];
+        let r = match self.tcs.add_subscriptions(probe, &sub, op_deadline).await {
+            Err(e) => Err(e),
+            Ok(()) => match w.consumers[p].as_ref() {
+                Some(c) => {
+                    let ack = c.ack(Some(probe), std::slice::from_ref(id), AckKind::Individual);
+                    match tokio::time::timeout(PROBE_PATIENCE, ack).await {
+                        Ok(r) => r,
+                        Err(_) => Err(TxnError::Timeout(format!(
+                            "no ACK_RESPONSE within {}ms",
+                            PROBE_PATIENCE.as_millis()
+                        ))),
+                    }
+                }
+                None => Err(TxnError::NotSent("the consumer was lost".into())),
+            },
+        };
+        let answer = classify_ack(&r);
+        let outcome = probe_outcome(&r, &answer);
+        let (name, detail) = answer_words(&answer);
+        self.counts.probes.fetch_add(1, Ordering::Relaxed);
+        match outcome {
+            ProbeOutcome::Refused => self.counts.probes_refused.fetch_add(1, Ordering::Relaxed),
+            ProbeOutcome::Accepted => self.counts.probes_accepted.fetch_add(1, Ordering::Relaxed),
+            ProbeOutcome::Unanswered => self
+                .counts
+                .probes_unanswered
+                .fetch_add(1, Ordering::Relaxed),
+            ProbeOutcome::Unknown => 0,
+        };
+        self.history.record(EventBody::ConflictProbe {
+            attempt,
+            probe,
+            held_by,
+            message: format!(
+                "{} {}:{}{}",
+                self.input_partitions[p],
+                id.ledger_id,
+                id.entry_id,
+                id.batch_index.map(|b| format!(":{b}")).unwrap_or_default()
+            ),
+            outcome,
+            answer: format!("{name}: {detail}"),
+        });
+        if let Err(e) = self.tcs.end_txn(probe, TxnAction::Abort).await {
+            self.history.record(EventBody::Note {
+                message: format!("the abort of conflict probe {probe} was not confirmed ({e}); the coordinator's timeout ends it"),
+            });
+        }
+    }
+}
+
+/// How long a probe's ACK may go unanswered (a probe that is not answered is recorded as
+/// such and aborted; it holds the worker's transaction open meanwhile).
+pub const PROBE_PATIENCE: Duration = Duration::from_secs(3);
+
+/// What a probe's answer proves: refused only with TransactionConflict, accepted on success,
+/// unanswered on a timeout, anything else proves nothing. Pure.
+pub fn probe_outcome(r: &Result<(), TxnError>, answer: &AckAnswer) -> ProbeOutcome {
+    match answer {
+        AckAnswer::Acked(_) => ProbeOutcome::Accepted,
+        _ if matches!(r, Err(TxnError::Timeout(_))) => ProbeOutcome::Unanswered,
+        AckAnswer::Refused(_)
+            if r.as_ref().err().and_then(|e| e.server_code())
+                == Some(ServerError::TransactionConflict) =>
+        {
+            ProbeOutcome::Refused
+        }
+        _ => ProbeOutcome::Unknown,
+    }
+}
+
+/// The subscription's backlog on each input partition (`msgBacklog` of the topic stats), with
+/// the admin API's words as evidence.
+pub async fn subscription_backlog(admin: &Admin, partitions: &[String]) -> Vec<PartitionBacklog> {
+    let mut out = Vec::new();
+    for t in partitions {
+        let (backlog, evidence) = match admin.topic_stats(t).await {
+            Ok(stats) => {
+                let s = &stats["subscriptions"][SUBSCRIPTION];
+                let backlog = s["msgBacklog"].as_u64();
+                let evidence = serde_json::json!({
+                    "msgBacklog": s["msgBacklog"],
+                    "unackedMessages": s["unackedMessages"],
+                    "msgBacklogNoDelayed": s["msgBacklogNoDelayed"],
+                    "consumers": s["consumers"].as_array().map(|c| c.len()),
+                });
+                (
+                    backlog,
+                    format!(
+                        "GET /admin/v2/{}/stats: subscriptions.{SUBSCRIPTION} = {evidence}",
+                        t.replacen("persistent://", "persistent/", 1)
+                    ),
+                )
+            }
+            Err(e) => (None, format!("GET {t} stats failed: {e}")),
+        };
+        out.push(PartitionBacklog {
+            partition: t.clone(),
+            backlog,
+            evidence,
+        });
+    }
+    out
+}
+
+/// The backlog once it is 0 on every partition, or as it is after `within` (the acks of the
+/// last commits reach the cursor asynchronously; waited for by condition).
+pub async fn wait_backlog_zero(
+    admin: &Admin,
+    partitions: &[String],
+    within: Duration,
+) -> Vec<PartitionBacklog> {
+    let until = Instant::now() + within;
+    loop {
+        let b = subscription_backlog(admin, partitions).await;
+        if b.iter().all(|p| p.backlog == Some(0)) || Instant::now() >= until {
+            return b;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}

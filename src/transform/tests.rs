@@ -1,0 +1,100 @@
+//! The pure parts of the transform: ranges of numbers, what a probe's answer proves, which
+//! input a probe takes.
+
+use pulsar::message::proto::{MessageIdData, ServerError};
+
+use super::probe::probe_outcome;
+use super::worker::{probe_target, ranges, Input};
+use crate::history::ProbeOutcome;
+use crate::txn::consumer::{classify_ack, Received};
+use crate::txn::TxnError;
+
+fn input(partition: usize, entry: u64, batch: Option<(i32, i32)>, n: u64) -> Input {
+    Input {
+        partition,
+        n,
+        msg: Received {
+            id: MessageIdData {
+                ledger_id: 7,
+                entry_id: entry,
+                batch_index: batch.map(|b| b.0),
+                batch_size: batch.map(|b| b.1),
+                ..Default::default()
+            },
+            payload: n.to_string().into_bytes(),
+            redelivery_count: 0,
+        },
+    }
+}
+
+#[test]
+fn numbers_become_sorted_half_open_ranges() {
+    assert_eq!(
+        ranges(&[5, 1, 2, 3, 9, 10, 2]),
+        vec![(1, 4), (5, 6), (9, 11)]
+    );
+    assert!(ranges(&[]).is_empty());
+}
+
+#[test]
+fn only_transaction_conflict_is_a_refusal() {
+    let outcome = |r: Result<(), TxnError>| probe_outcome(&r, &classify_ack(&r));
+    assert_eq!(outcome(Ok(())), ProbeOutcome::Accepted);
+    let conflict = TxnError::Server {
+        code: ServerError::TransactionConflict,
+        message: "in pending ack status".into(),
+    };
+    assert_eq!(outcome(Err(conflict)), ProbeOutcome::Refused);
+    let not_allowed = TxnError::Server {
+        code: ServerError::NotAllowedError,
+        message: "x".into(),
+    };
+    assert_eq!(outcome(Err(not_allowed)), ProbeOutcome::Unknown);
+    assert_eq!(
+        outcome(Err(TxnError::Timeout("no ACK_RESPONSE".into()))),
+        ProbeOutcome::Unanswered
+    );
+    assert_eq!(
+        outcome(Err(TxnError::ConnectionLost("gone".into()))),
+        ProbeOutcome::Unknown
+    );
+}
+
+#[test]
+fn a_probe_prefers_a_batch_member_whose_entry_is_held_in_part() {
+    // Entry 1 whole (2 of 2), entry 2 in part (1 of 3), a plain entry 3.
+    let batch = vec![
+        input(0, 1, Some((0, 2)), 10),
+        input(0, 1, Some((1, 2)), 11),
+        input(0, 2, Some((0, 3)), 12),
+        input(0, 3, None, 13),
+    ];
+    let (_, id) = probe_target(&batch).unwrap();
+    assert_eq!((id.entry_id, id.batch_index), (2, Some(0)));
+    // No partial entry: a plain one.
+    let whole_and_plain = [
+        batch[0].clone_input(),
+        batch[1].clone_input(),
+        batch[3].clone_input(),
+    ];
+    let (_, id) = probe_target(&whole_and_plain).unwrap();
+    assert_eq!(id.entry_id, 3);
+    // Only whole entries: the first.
+    let (_, id) = probe_target(&whole_and_plain[..2]).unwrap();
+    assert_eq!(id.entry_id, 1);
+    assert!(probe_target(&[]).is_none());
+}
+
+trait CloneInput {
+    fn clone_input(&self) -> Input;
+}
+
+impl CloneInput for Input {
+    fn clone_input(&self) -> Input {
+        Input {
+            partition: self.partition,
+            n: self.n,
+            msg: self.msg.clone(),
+        }
+    }
+}

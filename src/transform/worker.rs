@@ -1,0 +1,439 @@
+//! A worker of the transform: its consumers (one per input partition), the inputs it gathers,
+//! and one transaction over them (see the module above for what becomes of each ending).
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use pulsar::message::proto::MessageIdData;
+use tokio::time::Instant;
+
+use crate::history::{EventBody, Ranges, TxnId};
+use crate::scenario::transform::SUBSCRIPTION;
+use crate::scenario::SubscriptionType;
+use crate::txn::consumer::{
+    classify_ack, AckAnswer, AckKind, ConsumerOptions, Received, SubType, TxnConsumer,
+};
+use crate::txn::TxnError;
+
+use super::Transformer;
+
+/// A message's place: input partition, ledger, entry, batch index (-1: not batched).
+pub(super) type Key = (usize, u64, u64, i32);
+
+pub(super) fn key(p: usize, id: &MessageIdData) -> Key {
+    (p, id.ledger_id, id.entry_id, id.batch_index.unwrap_or(-1))
+}
+
+/// One input in hand: its partition, the message, its number.
+pub(super) struct Input {
+    pub(super) partition: usize,
+    pub(super) msg: Received,
+    pub(super) n: u64,
+}
+
+/// A worker's own state.
+pub(super) struct Worker {
+    pub(super) id: u32,
+    /// One consumer per input partition; `None` while it cannot subscribe.
+    pub(super) consumers: Vec<Option<TxnConsumer>>,
+    next_partition: usize,
+    nudge: u64,
+}
+
+/// Sorted numbers as half-open ranges.
+pub(super) fn ranges(numbers: &[u64]) -> Ranges {
+    let sorted: BTreeSet<u64> = numbers.iter().copied().collect();
+    let mut out: Ranges = Vec::new();
+    for n in sorted {
+        match out.last_mut() {
+            Some((_, end)) if *end == n => *end = n + 1,
+            _ => out.push((n, n + 1)),
+        }
+    }
+    out
+}
+
+fn sub_type(t: SubscriptionType) -> SubType {
+    match t {
+        SubscriptionType::Shared => SubType::Shared,
+        SubscriptionType::Failover => SubType::Failover,
+        SubscriptionType::KeyShared => SubType::KeyShared,
+    }
+}
+
+impl Transformer {
+    pub(super) async fn worker(self: std::sync::Arc<Self>, id: u32, deadline: Instant) {
+        let mut w = Worker {
+            id,
+            consumers: (0..self.input_partitions.len()).map(|_| None).collect(),
+            next_partition: 0,
+            nudge: self.nudge.load(Ordering::SeqCst),
+        };
+        while !self.is_over() && Instant::now() < deadline {
+            let batch = self.gather(&mut w, deadline).await;
+            if batch.is_empty() {
+                continue;
+            }
+            self.transact(&mut w, batch, deadline).await;
+            self.busy.fetch_sub(1, Ordering::SeqCst);
+        }
+        for c in w.consumers.into_iter().flatten() {
+            let _ = c.close().await;
+        }
+    }
+
+    /// The consumer of partition `p`, subscribed (again) when it has none.
+    async fn consumer<'a>(&self, w: &'a mut Worker, p: usize) -> Option<&'a mut TxnConsumer> {
+        if w.consumers[p].is_none() {
+            let opts = ConsumerOptions {
+                sub_type: sub_type(self.cfg.sub_type),
+                permits: (self.cfg.txn_size * 2).clamp(2, 1000),
+                consumer_name: Some(format!("{}-c{}", self.cfg.name, w.id)),
+            };
+            match TxnConsumer::subscribe(
+                &self.client,
+                &self.input_partitions[p],
+                SUBSCRIPTION,
+                opts,
+            )
+            .await
+            {
+                Ok(c) => w.consumers[p] = Some(c),
+                Err(e) => {
+                    tracing::debug!("subscribe to {}: {e}", self.input_partitions[p]);
+                    return None;
+                }
+            }
+        }
+        w.consumers[p].as_mut()
+    }
+
+    /// Drop partition `p`'s consumer (its unacknowledged messages go back to the subscription
+    /// when the broker sees it gone); the next use subscribes again.
+    pub(super) fn lost(&self, w: &mut Worker, p: usize, why: &str) {
+        if w.consumers[p].take().is_some() {
+            self.counts.reconnects.fetch_add(1, Ordering::Relaxed);
+            self.history.record(EventBody::Note {
+                message: format!(
+                    "transform: consumer {} of {} lost ({why}); subscribing again",
+                    w.id, self.input_partitions[p]
+                ),
+            });
+        }
+    }
+
+    /// Up to `txn_size` inputs: what the consumers have now once one has come. Empty when the
+    /// run is over. Counts the worker busy from its first input on.
+    async fn gather(&self, w: &mut Worker, deadline: Instant) -> Vec<Input> {
+        let parts = self.input_partitions.len();
+        let want = self.cfg.txn_size as usize;
+        let mut batch: Vec<Input> = Vec::new();
+        let mut seen: HashSet<Key> = HashSet::new();
+        loop {
+            if self.is_over() || Instant::now() >= deadline {
+                if !batch.is_empty() {
+                    self.busy.fetch_sub(1, Ordering::SeqCst);
+                }
+                return Vec::new();
+            }
+            let nudge = self.nudge.load(Ordering::SeqCst);
+            if nudge != w.nudge {
+                w.nudge = nudge;
+                for c in w.consumers.iter().flatten() {
+                    let _ = c.redeliver_unacknowledged(&[]);
+                }
+            }
+            let mut got = false;
+            for i in 0..parts {
+                let p = (w.next_partition + i) % parts;
+                // Waiting only when nothing is in hand, on one partition per round.
+                let wait = if batch.is_empty() && i == 0 {
+                    Duration::from_millis(100)
+                } else {
+                    Duration::ZERO
+                };
+                while batch.len() < want {
+                    let Some(c) = self.consumer(w, p).await else {
+                        break;
+                    };
+                    match c.receive(wait).await {
+                        Ok(Some(m)) => {
+                            let k = key(p, &m.id);
+                            if self.done.lock().expect("lock").contains(&k) || !seen.insert(k) {
+                                self.counts.stale_copies.fetch_add(1, Ordering::Relaxed);
+                                continue;
+                            }
+                            let Some(n) = crate::checker::parse_number(&m.payload) else {
+                                self.stop(&format!(
+                                    "an input of {} is not a number: {:?}",
+                                    self.input_partitions[p],
+                                    String::from_utf8_lossy(&m.payload)
+                                ));
+                                break;
+                            };
+                            if m.redelivery_count > 0 {
+                                self.counts.received_again.fetch_add(1, Ordering::Relaxed);
+                            }
+                            if batch.is_empty() {
+                                self.busy.fetch_add(1, Ordering::SeqCst);
+                            }
+                            self.activity.fetch_add(1, Ordering::SeqCst);
+                            batch.push(Input {
+                                partition: p,
+                                msg: m,
+                                n,
+                            });
+                            got = true;
+                            if wait > Duration::ZERO {
+                                break;
+                            }
+                        }
+                        Ok(None) => break,
+                        Err(e) => {
+                            // What it held goes back to the subscription.
+                            batch.retain(|x| x.partition != p);
+                            self.lost(w, p, &e.to_string());
+                            if batch.is_empty() && got {
+                                self.busy.fetch_sub(1, Ordering::SeqCst);
+                                got = false;
+                            }
+                            break;
+                        }
+                    }
+                }
+            }
+            w.next_partition = (w.next_partition + 1) % parts;
+            if batch.len() >= want || (!batch.is_empty() && !got) {
+                return batch;
+            }
+        }
+    }
+
+    /// One transaction over `batch` (the worker counts busy; the caller ends that).
+    async fn transact(&self, w: &mut Worker, batch: Vec<Input>, deadline: Instant) {
+        let attempt = self.next_attempt.fetch_add(1, Ordering::Relaxed);
+        let inputs: Vec<u64> = batch.iter().map(|i| i.n).collect();
+        let outputs: Vec<u64> = inputs.iter().map(|n| self.cfg.function.apply(*n)).collect();
+        self.stats.attempts.fetch_add(1, Ordering::Relaxed);
+        let txn = match self.tcs.new_txn(self.cfg.txn_timeout, deadline).await {
+            Ok(t) => t,
+            Err(e) => {
+                self.redeliver(w, attempt, &batch, &[], format!("NEW_TXN failed: {e}"));
+                return;
+            }
+        };
+        self.history.record(EventBody::TxnOpened {
+            attempt,
+            txn,
+            numbers: ranges(&outputs),
+            resend_of: None,
+        });
+        self.history.record(EventBody::InputsTaken {
+            attempt,
+            consumer: w.id,
+            inputs: ranges(&inputs),
+            redelivered: batch.iter().filter(|i| i.msg.redelivery_count > 0).count() as u64,
+        });
+        let op_deadline = (Instant::now() + self.cfg.txn_timeout)
+            .min(deadline.max(Instant::now() + self.cfg.op_timeout));
+        if let Err((why, acked)) = self
+            .send_and_ack(w, attempt, txn, &batch, &outputs, op_deadline)
+            .await
+        {
+            // The broker hands back the acks of an aborted transaction itself; only the
+            // others are asked for (asking for all makes copies that conflict later).
+            let confirmed = self.abort(attempt, txn, why.clone()).await;
+            let skip = if confirmed { acked } else { Vec::new() };
+            self.redeliver(w, attempt, &batch, &skip, why);
+            return;
+        }
+        if let Some(k) = self.cfg.abort_every {
+            if attempt % u64::from(k) == 0 {
+                let why = format!("deliberate: every {k}th attempt is aborted (abort_every)");
+                let skip: Vec<usize> = if self.abort(attempt, txn, why.clone()).await {
+                    (0..batch.len()).collect()
+                } else {
+                    Vec::new()
+                };
+                self.redeliver(w, attempt, &batch, &skip, why);
+                return;
+            }
+        }
+        self.commit(w, attempt, txn, &batch, deadline).await;
+    }
+
+    /// Register the subscription's partitions and the output partitions, send the outputs,
+    /// acknowledge the inputs, all in `txn`; probe a conflict now and then. Err: why the
+    /// attempt must be aborted.
+    async fn send_and_ack(
+        &self,
+        w: &mut Worker,
+        attempt: u64,
+        txn: TxnId,
+        batch: &[Input],
+        outputs: &[u64],
+        op_deadline: Instant,
+    ) -> Result<(), (String, Vec<usize>)> {
+        let mut by_input: BTreeMap<usize, Vec<MessageIdData>> = BTreeMap::new();
+        for i in batch {
+            by_input
+                .entry(i.partition)
+                .or_default()
+                .push(i.msg.id.clone());
+        }
+        let subs: Vec<(String, String)> = by_input
+            .keys()
+            .map(|p| (self.input_partitions[*p].clone(), SUBSCRIPTION.to_string()))
+            .collect();
+        self.tcs
+            .add_subscriptions(txn, &subs, op_deadline)
+            .await
+            .map_err(|e| (format!("ADD_SUBSCRIPTION_TO_TXN failed: {e}"), Vec::new()))?;
+        let mut by_output: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+        for n in outputs {
+            by_output
+                .entry((n % u64::from(self.cfg.partitions)) as usize)
+                .or_default()
+                .push(*n);
+        }
+        let names: Vec<String> = by_output
+            .keys()
+            .map(|q| self.output_partitions[*q].clone())
+            .collect();
+        self.tcs
+            .add_partitions(txn, &names, op_deadline)
+            .await
+            .map_err(|e| (format!("ADD_PARTITION_TO_TXN failed: {e}"), Vec::new()))?;
+        let batch_size = self.cfg.batch_size.max(1) as usize;
+        let sends = by_output.iter().flat_map(|(q, numbers)| {
+            numbers.chunks(batch_size).map(move |group| {
+                let data = group
+                    .iter()
+                    .map(|n| crate::workload::payload(*n, self.cfg.message_size))
+                    .collect();
+                self.producers[*q].send_batch(Some(txn), data, self.cfg.op_timeout)
+            })
+        });
+        let mut sent = 0u64;
+        for r in futures::future::join_all(sends).await {
+            match r {
+                Ok(ids) => sent += ids.len() as u64,
+                Err(e) => {
+                    self.stats.messages_sent.fetch_add(sent, Ordering::Relaxed);
+                    return Err((
+                        format!("a SEND failed ({e}); {sent} of {} receipts", outputs.len()),
+                        Vec::new(),
+                    ));
+                }
+            }
+        }
+        self.stats.messages_sent.fetch_add(sent, Ordering::Relaxed);
+        self.history.record(EventBody::SendsAcked {
+            attempt,
+            messages: sent,
+        });
+        // One ACK per input, all at once: a refusal names one input (an ACK of several that
+        // is refused leaves the others out of the consumer's unacknowledged set on 4.2.4, so
+        // no redelivery brings them back).
+        let answers = {
+            let consumers = &w.consumers;
+            let acks = batch.iter().map(|i| async move {
+                match consumers[i.partition].as_ref() {
+                    Some(c) => {
+                        c.ack(
+                            Some(txn),
+                            std::slice::from_ref(&i.msg.id),
+                            AckKind::Individual,
+                        )
+                        .await
+                    }
+                    None => Err(TxnError::NotSent("the consumer was lost".into())),
+                }
+            });
+            futures::future::join_all(acks).await
+        };
+        let mut acked = Vec::new();
+        let mut failed: Vec<(usize, AckAnswer)> = Vec::new();
+        for (k, r) in answers.iter().enumerate() {
+            match classify_ack(r) {
+                AckAnswer::Acked(_) => acked.push(k),
+                other => failed.push((k, other)),
+            }
+        }
+        if let Some((k, answer)) = failed.first() {
+            let (name, detail) = answer_words(answer);
+            self.history.record(EventBody::InputsAcked {
+                attempt,
+                txn,
+                messages: failed.len() as u64,
+                answer: name.into(),
+                detail: detail.clone(),
+            });
+            for (k, a) in &failed {
+                if !matches!(a, AckAnswer::Refused(_) | AckAnswer::Aborted(_)) {
+                    self.lost(w, batch[*k].partition, &answer_words(a).1);
+                }
+            }
+            return Err((
+                format!(
+                    "the ACK of {} of {} input(s) failed, the first ({} on {}): {name}: {detail}",
+                    failed.len(),
+                    batch.len(),
+                    batch[*k].n,
+                    self.input_partitions[batch[*k].partition]
+                ),
+                acked,
+            ));
+        }
+        self.history.record(EventBody::InputsAcked {
+            attempt,
+            txn,
+            messages: batch.len() as u64,
+            answer: "acked".into(),
+            detail: "ACK_RESPONSE without error".into(),
+        });
+        if attempt % super::PROBE_EVERY == 1 {
+            if let Some((p, id)) = probe_target(batch) {
+                self.probe(w, attempt, txn, p, &id, op_deadline).await;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The input a conflict probe acknowledges again: one whose batched entry the transaction
+/// holds only in part, else one that is not batched, else the first. (An ACK of a member of an
+/// entry another transaction holds whole went unanswered on 4.2.4; such a probe is recorded as
+/// unanswered and proves nothing about conflicts.)
+pub(super) fn probe_target(batch: &[Input]) -> Option<(usize, MessageIdData)> {
+    let mut members: BTreeMap<(usize, u64, u64), i32> = BTreeMap::new();
+    for i in batch {
+        *members
+            .entry((i.partition, i.msg.id.ledger_id, i.msg.id.entry_id))
+            .or_default() += 1;
+    }
+    let partial = |i: &&Input| {
+        let held = members[&(i.partition, i.msg.id.ledger_id, i.msg.id.entry_id)];
+        i.msg.id.batch_size.is_some_and(|n| held < n)
+    };
+    let plain = |i: &&Input| i.msg.id.batch_size.is_none_or(|n| n <= 1);
+    batch
+        .iter()
+        .find(partial)
+        .or_else(|| batch.iter().find(plain))
+        .or_else(|| batch.first())
+        .map(|i| (i.partition, i.msg.id.clone()))
+}
+
+/// An ACK answer's name (as `inputs_acked` records it) and its words.
+pub(super) fn answer_words(a: &AckAnswer) -> (&'static str, String) {
+    match a {
+        AckAnswer::Acked(m) => ("acked", m.clone()),
+        AckAnswer::Refused(m) => ("refused", m.clone()),
+        AckAnswer::Aborted(m) => ("aborted", m.clone()),
+        AckAnswer::NotSent(m) => ("not_sent", m.clone()),
+        AckAnswer::Fatal(m) => ("fatal", m.clone()),
+        AckAnswer::Ambiguous(m) => ("ambiguous", m.clone()),
+    }
+}
