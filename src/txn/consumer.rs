@@ -56,7 +56,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::conn::{base, server_error, ConsumerEvent};
 use super::coordinator::state_named;
-use super::reader::{decompress, split_batch};
+use super::entry::{decompress, split_batch};
 use super::{Client, Connection, TxnError};
 use crate::history::TxnId;
 

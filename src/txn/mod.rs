@@ -9,6 +9,7 @@
 pub mod conn;
 pub mod consumer;
 pub mod coordinator;
+pub mod entry;
 pub mod producer;
 pub mod reader;
 

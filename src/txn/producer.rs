@@ -289,7 +289,7 @@ mod tests {
     fn batches_encode_what_the_reader_splits() {
         let msgs = vec![b"7".to_vec(), b"8  ".to_vec(), b"9".to_vec()];
         let bytes = encode_batch(40, &msgs);
-        let parts = crate::txn::reader::split_batch(&bytes, 3).unwrap();
+        let parts = crate::txn::entry::split_batch(&bytes, 3).unwrap();
         assert_eq!(parts, vec![&b"7"[..], &b"8  "[..], &b"9"[..]]);
     }
 }
