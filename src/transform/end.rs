@@ -138,21 +138,14 @@ impl Transformer {
                     self.stats
                         .messages_committed
                         .fetch_add(batch.len() as u64, Ordering::Relaxed);
-                    self.history.record(if after_ambiguity {
-                        EventBody::TxnResolved {
-                            attempt,
-                            txn,
-                            resolved: Outcome::Committed,
-                            how: format!("commit try {try_no}: {evidence}"),
-                        }
-                    } else {
-                        EventBody::TxnOutcome {
-                            attempt,
-                            txn,
-                            outcome: Outcome::Committed,
-                            detail: evidence,
-                        }
-                    });
+                    self.history.record(EventBody::commit_answer(
+                        attempt,
+                        txn,
+                        Outcome::Committed,
+                        try_no,
+                        evidence,
+                        after_ambiguity,
+                    ));
                     let mut committed = self.committed.lock().expect("lock");
                     let mut done = self.done.lock().expect("lock");
                     for i in batch {
@@ -165,22 +158,17 @@ impl Transformer {
                     evidence,
                     after_ambiguity,
                 } => {
-                    if after_ambiguity {
-                        self.history.record(EventBody::TxnResolved {
-                            attempt,
-                            txn,
-                            resolved: Outcome::Aborted,
-                            how: format!("commit try {try_no}: {evidence}"),
-                        });
-                    } else {
+                    if !after_ambiguity {
                         self.stats.aborted.fetch_add(1, Ordering::Relaxed);
-                        self.history.record(EventBody::TxnOutcome {
-                            attempt,
-                            txn,
-                            outcome: Outcome::Aborted,
-                            detail: evidence.clone(),
-                        });
                     }
+                    self.history.record(EventBody::commit_answer(
+                        attempt,
+                        txn,
+                        Outcome::Aborted,
+                        try_no,
+                        evidence.clone(),
+                        after_ambiguity,
+                    ));
                     // Aborted by the coordinator: the broker hands back the acks itself.
                     let all: Vec<usize> = (0..batch.len()).collect();
                     self.redeliver(

@@ -222,21 +222,16 @@ impl Producer {
         evidence: &str,
         after_ambiguity: bool,
     ) {
-        if after_ambiguity {
-            self.history.record(EventBody::TxnResolved {
-                attempt,
-                txn,
-                resolved: Outcome::Aborted,
-                how: format!("commit try {try_no}: {evidence}"),
-            });
-        } else {
+        if !after_ambiguity {
             self.stats.aborted.fetch_add(1, Ordering::Relaxed);
-            self.history.record(EventBody::TxnOutcome {
-                attempt,
-                txn,
-                outcome: Outcome::Aborted,
-                detail: evidence.to_string(),
-            });
         }
+        self.history.record(EventBody::commit_answer(
+            attempt,
+            txn,
+            Outcome::Aborted,
+            try_no,
+            evidence.to_string(),
+            after_ambiguity,
+        ));
     }
 }

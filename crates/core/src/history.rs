@@ -244,6 +244,33 @@ pub enum ProbeOutcome {
 }
 
 impl EventBody {
+    /// The event for a commit's final answer `outcome`: the attempt's outcome with `evidence`,
+    /// or, when an earlier answer had left it ambiguous, its resolution on try `try_no`.
+    pub fn commit_answer(
+        attempt: u64,
+        txn: TxnId,
+        outcome: Outcome,
+        try_no: u32,
+        evidence: String,
+        after_ambiguity: bool,
+    ) -> EventBody {
+        if after_ambiguity {
+            EventBody::TxnResolved {
+                attempt,
+                txn,
+                resolved: outcome,
+                how: format!("commit try {try_no}: {evidence}"),
+            }
+        } else {
+            EventBody::TxnOutcome {
+                attempt,
+                txn,
+                outcome,
+                detail: evidence,
+            }
+        }
+    }
+
     /// Written and synced before `record` returns. `TxnOpened` is recorded after the attempt's
     /// journal entry and before its first SEND, so after any crash every attempt that may have
     /// sent something is in the history (its attempt number is never handed out again), and
