@@ -53,6 +53,11 @@ pub struct Config {
     pub txn_size: u32,
     pub batch_size: u32,
     pub concurrency: u32,
+    /// Commits one worker's attempts may have under way at once, their sends all answered (a
+    /// commit does not hold back the next transaction's sends). With 1, `concurrency` is the
+    /// number of commits under way, so with `concurrency: 1` commits are asked one at a time
+    /// and a lost connection leaves at most one unknown (the reply-loss tests rely on it).
+    pub commits_in_flight: u32,
     pub txn_timeout: Duration,
     pub resend: ResendPolicy,
     pub message_size: usize,
@@ -149,12 +154,6 @@ pub struct Report {
 /// (the sliding window that replaces stop-and-wait per chunk).
 pub const UNACKED_CHUNKS: usize = 4;
 
-/// Commits one worker's attempts may have under way at once, their sends all answered (a
-/// commit no longer holds back the next transaction's sends). One: `concurrency` is also the
-/// number of commits under way, so with `concurrency: 1` (what a shrink lowers it to) commits
-/// are asked one at a time and a lost connection leaves at most one per worker unknown.
-pub const COMMITS_PER_WORKER: usize = 1;
-
 /// The transactional producer of a run.
 pub struct Producer {
     cfg: Config,
@@ -175,9 +174,9 @@ pub struct Producer {
     /// window).
     send_slots: Arc<tokio::sync::Semaphore>,
     /// Attempts whose every send is answered and whose commit is under way: at most
-    /// `COMMITS_PER_WORKER` x `concurrency`. With transactions, at most `concurrency` (being
+    /// `commits_in_flight` x `concurrency`. With transactions, at most `concurrency` (being
     /// registered) + as many spares + `send_slots` + `commit_slots` transactions are open
-    /// (4 per worker).
+    /// (3 + `commits_in_flight` per worker).
     commit_slots: Arc<tokio::sync::Semaphore>,
 }
 
@@ -239,7 +238,7 @@ impl Producer {
                 cfg.concurrency.max(1) as usize * if cfg.transactions { 1 } else { UNACKED_CHUNKS },
             )),
             commit_slots: Arc::new(tokio::sync::Semaphore::new(
-                cfg.concurrency.max(1) as usize * COMMITS_PER_WORKER,
+                cfg.concurrency.max(1) as usize * cfg.commits_in_flight.max(1) as usize,
             )),
             cfg,
         })

@@ -277,6 +277,7 @@ fn producer_config(
         txn_size: w.txn_size,
         batch_size: w.batch_size,
         concurrency: w.concurrency,
+        commits_in_flight: w.commits_in_flight,
         txn_timeout: w.txn_timeout,
         resend: w.resend,
         message_size: w.message_size,

@@ -42,6 +42,7 @@ pub async fn fill_input(
         txn_size: w.txn_size.max(100),
         batch_size: w.batch_size,
         concurrency: 4,
+        commits_in_flight: crate::scenario::DEFAULT_COMMITS_IN_FLIGHT,
         txn_timeout: w.txn_timeout,
         resend: ResendPolicy::RetryCommit,
         message_size: w.message_size,

@@ -19,7 +19,7 @@ fn scenario(dir: &Path, name: &str, resend: &str, fault: &str) -> PathBuf {
         dir,
         &format!("{name}.yaml"),
         &format!(
-            "name: {name}\n{}workload:\n  topic: persistent://public/default/{name}\n  messages: {MESSAGES}\n  txn_size: 50\n  concurrency: 1\n  txn_timeout: 20s\n  op_timeout: 5s\n  resend: {resend}\nfaults:\n{fault}",
+            "name: {name}\n{}workload:\n  topic: persistent://public/default/{name}\n  messages: {MESSAGES}\n  txn_size: 50\n  concurrency: 1\n  commits_in_flight: 1\n  txn_timeout: 20s\n  op_timeout: 5s\n  resend: {resend}\nfaults:\n{fault}",
             standalone_cluster_yaml()
         ),
     )

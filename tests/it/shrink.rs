@@ -46,6 +46,7 @@ workload:
   messages: 6000
   txn_size: 50
   concurrency: 2
+  commits_in_flight: 1
   txn_timeout: 20s
   resend: naive
 faults:

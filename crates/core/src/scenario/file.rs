@@ -82,6 +82,8 @@ pub struct WorkloadFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commits_in_flight: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub txn_timeout: Option<Dur>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resend: Option<ResendPolicy>,

@@ -16,7 +16,7 @@ mod validate;
 pub use file::*;
 pub use model::*;
 pub use transform::{SubscriptionType, Transform, TransformFunction, WorkloadKind};
-pub use validate::validate;
+pub use validate::{validate, DEFAULT_COMMITS_IN_FLIGHT};
 
 use locate::{path_to_string, Locations};
 

@@ -181,6 +181,11 @@ pub struct Workload {
     /// its next transaction ahead and hands an attempt's sends and commit to a task of its own,
     /// so more are open: see `workload::Producer`'s slots.
     pub concurrency: u32,
+    /// Commits one worker may have under way at once, every send of each answered (the
+    /// producer's; 1 with `transactions: false` and for a transform, which commit nothing this
+    /// way). More overlap more commits on a connection: a lost connection then leaves each of
+    /// them ambiguous.
+    pub commits_in_flight: u32,
     pub txn_timeout: Duration,
     pub resend: ResendPolicy,
     pub message_size: usize,

@@ -571,3 +571,33 @@ fn bad_pinned_choices_name_their_place() {
         assert_eq!(l, line, "{body}: {msg}");
     }
 }
+
+#[test]
+fn commits_in_flight_defaults_for_the_producer_and_is_refused_where_nothing_commits() {
+    let s = parse("smoke.yaml", SMOKE).unwrap();
+    assert_eq!(s.workload.commits_in_flight, DEFAULT_COMMITS_IN_FLIGHT);
+    let one = SMOKE.replace(
+        "  concurrency: 4\n",
+        "  concurrency: 4\n  commits_in_flight: 1\n",
+    );
+    let s = parse("s.yaml", &one).unwrap();
+    assert_eq!(s.workload.commits_in_flight, 1);
+    let again = parse("s.yaml", &s.resolved_yaml()).unwrap();
+    assert_eq!(again.workload.commits_in_flight, 1);
+    let (line, column, m) = error_of(&one.replace("commits_in_flight: 1", "commits_in_flight: 0"));
+    assert_eq!((line, column), (10, 3));
+    assert!(m.contains("between 1 and 64"), "{m}");
+    let (_, _, m) = error_of(&one.replace("  resend: retry-commit\n", "  transactions: false\n"));
+    assert!(m.contains("needs transactions"), "{m}");
+    let (_, _, m) = error_of(&one.replace(
+        "  resend: retry-commit\n",
+        "  resend: retry-commit\n  kind: transform\n",
+    ));
+    assert!(m.contains("kind: transform"), "{m}");
+    // Without the key, a baseline without transactions and a transform resolve to 1 and
+    // their resolved scenario does not write it (it would be refused).
+    let plain = SMOKE.replace("  resend: retry-commit\n", "  transactions: false\n");
+    let s = parse("s.yaml", &plain).unwrap();
+    assert_eq!(s.workload.commits_in_flight, 1);
+    assert!(parse("s.yaml", &s.resolved_yaml()).is_ok());
+}

@@ -334,6 +334,7 @@ fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
     if !(1..=1024).contains(&concurrency) {
         return err(&["workload", "concurrency"], "must be between 1 and 1024");
     }
+    let commits_in_flight = validate_commits_in_flight(w)?;
     let txn_timeout = w
         .txn_timeout
         .map(|d| d.0)
@@ -396,6 +397,7 @@ fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
         txn_size,
         batch_size,
         concurrency,
+        commits_in_flight,
         txn_timeout,
         resend: w.resend.unwrap_or(default_resend),
         message_size,
@@ -447,4 +449,31 @@ fn validate_stall_timeout(stall_timeout: Option<Dur>) -> Result<Option<Duration>
         }
         Some(d) => Some(d),
     })
+}
+
+/// Commits one producer worker may have under way at once when the scenario does not say.
+/// Commit latency (8 ms on a quiet standalone) is what bounds small transactions: with one,
+/// a worker commits at most about 125 transactions a second.
+pub const DEFAULT_COMMITS_IN_FLIGHT: u32 = 4;
+
+/// `commits_in_flight`: 1 to 64, default [`DEFAULT_COMMITS_IN_FLIGHT`]; refused where nothing
+/// commits this way (`transactions: false`, `kind: transform`), 1 there.
+fn validate_commits_in_flight(w: &WorkloadFile) -> Result<u32, Invalid> {
+    let path = ["workload", "commits_in_flight"];
+    let producer_commits = w.transactions != Some(false)
+        && w.kind.unwrap_or_default() == super::WorkloadKind::Produce;
+    match w.commits_in_flight {
+        Some(_) if w.transactions == Some(false) => err(
+            &path,
+            "needs transactions (transactions: false commits nothing)",
+        ),
+        Some(_) if !producer_commits => err(
+            &path,
+            "does not go with `kind: transform` (each consumer commits one transaction at a time)",
+        ),
+        Some(k) if !(1..=64).contains(&k) => err(&path, "must be between 1 and 64"),
+        Some(k) => Ok(k),
+        None if producer_commits => Ok(DEFAULT_COMMITS_IN_FLIGHT),
+        None => Ok(1),
+    }
 }

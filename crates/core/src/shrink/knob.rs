@@ -1,5 +1,5 @@
 //! The numbers the search lowers after it has dropped what it could: each firing's time (or
-//! commit count), each hold, `messages`, `concurrency`; for each, how to read it, change it,
+//! commit count), each hold, `messages`, `concurrency`, `commits_in_flight`; for each, how to read it, change it,
 //! the floor it stops at and the words that say what a candidate changed.
 
 use std::fmt;
@@ -52,6 +52,8 @@ pub(super) enum Knob {
     Hold(usize),
     Messages,
     Concurrency,
+    /// `commits_in_flight` (a producer with transactions only).
+    CommitsInFlight,
 }
 
 /// The knobs of a scenario, in the order the search turns them: firings earlier (first to
@@ -71,7 +73,7 @@ pub(super) fn knobs(file: &ScenarioFile) -> Vec<Knob> {
             .filter(|i| hold(&file.faults[*i]).is_some())
             .map(Knob::Hold),
     );
-    out.extend([Knob::Messages, Knob::Concurrency]);
+    out.extend([Knob::Messages, Knob::Concurrency, Knob::CommitsInFlight]);
     out
 }
 
@@ -81,7 +83,7 @@ impl Knob {
             Knob::At(_) | Knob::Commits(_) => Phase::Earlier,
             Knob::Hold(_) => Phase::ShorterHolds,
             Knob::Messages => Phase::FewerMessages,
-            Knob::Concurrency => Phase::LowerConcurrency,
+            Knob::Concurrency | Knob::CommitsInFlight => Phase::LowerConcurrency,
         }
     }
 
@@ -93,6 +95,8 @@ impl Knob {
             Knob::Hold(i) => file.faults.get(i).and_then(hold).map(|(_, d)| ms(d.0)),
             Knob::Messages => Some(file.workload.messages),
             Knob::Concurrency => Some(u64::from(s.workload.concurrency)),
+            Knob::CommitsInFlight => (s.workload.transactions && s.workload.transform.is_none())
+                .then_some(u64::from(s.workload.commits_in_flight)),
         }
     }
 
@@ -110,6 +114,9 @@ impl Knob {
             Knob::Concurrency => {
                 out.workload.concurrency = Some(u32::try_from(v).unwrap_or(u32::MAX))
             }
+            Knob::CommitsInFlight => {
+                out.workload.commits_in_flight = Some(u32::try_from(v).unwrap_or(u32::MAX))
+            }
         }
         out
     }
@@ -123,7 +130,7 @@ impl Knob {
             Knob::Commits(i) => (previous(file, i, commits_of).unwrap_or(1), 1),
             Knob::Hold(_) => (ms(HOLD_FLOOR), second),
             Knob::Messages => (messages_floor(s), u64::from(s.workload.txn_size)),
-            Knob::Concurrency => (1, 1),
+            Knob::Concurrency | Knob::CommitsInFlight => (1, 1),
         }
     }
 
@@ -141,6 +148,7 @@ impl Knob {
             }
             Knob::Messages => format!("messages {from} -> {to}"),
             Knob::Concurrency => format!("concurrency {from} -> {to}"),
+            Knob::CommitsInFlight => format!("commits_in_flight {from} -> {to}"),
         }
     }
 }

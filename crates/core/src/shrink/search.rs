@@ -27,6 +27,9 @@ pub struct Size {
     pub commits: u64,
     pub messages: u64,
     pub concurrency: u32,
+    /// Absent from records written before the knob existed.
+    #[serde(default)]
+    pub commits_in_flight: u32,
 }
 
 impl Size {
@@ -47,6 +50,7 @@ impl Size {
             commits,
             messages: s.workload.messages,
             concurrency: s.workload.concurrency,
+            commits_in_flight: s.workload.commits_in_flight,
         }
     }
 
@@ -58,6 +62,7 @@ impl Size {
             && self.commits <= other.commits
             && self.messages <= other.messages
             && self.concurrency <= other.concurrency
+            && self.commits_in_flight <= other.commits_in_flight
     }
 }
 

@@ -60,9 +60,10 @@ fn a_failure_that_needs_no_fault_loses_every_fault_at_once() {
     let c = drive(&mut s, |_| true);
     assert_eq!(drops(&c), 1);
     assert!(s.best().faults.is_empty());
-    // Then fewer messages, down to the floor, and concurrency down to 1.
+    // Then fewer messages, down to the floor, concurrency and commits in flight down to 1.
     assert_eq!(s.best().workload.messages, MESSAGES_FLOOR);
     assert_eq!(s.best().workload.concurrency, Some(1));
+    assert_eq!(s.best().workload.commits_in_flight, Some(1));
     let phases: Vec<Phase> = c.iter().map(|c| c.phase).collect();
     let mut sorted = phases.clone();
     sorted.sort();
