@@ -24,6 +24,8 @@
 #   REPEATS=3             A/B pairs per size
 #   CONCURRENCY=4         see "the mapping" below
 #   OURS_CONCURRENCY=$CONCURRENCY   A's concurrency alone
+#   COMMITS_IN_FLIGHT     A's commits_in_flight (commits one worker may have under way); unset:
+#                         the scenario default (4)
 #   PERF_TIMEOUT=300      seconds after which a B run is stopped and counted as failed
 #   BATCH_SIZE=100        messages per batched entry (A: batch_size; B: -bm)
 #   MESSAGE_SIZE=100      payload bytes (A: message_size, the number padded; B: -s)
@@ -152,6 +154,7 @@ workload:
   txn_size: $size
   batch_size: $BATCH_SIZE
   concurrency: $OURS_CONCURRENCY
+${COMMITS_IN_FLIGHT:+$([ "$txns" = true ] && echo "  commits_in_flight: $COMMITS_IN_FLIGHT")}
   message_size: $MESSAGE_SIZE
   transactions: $txns
   deadline: 4h
@@ -260,7 +263,7 @@ cluster_up
 
 printf 'txn_size\trepeat\ttool\tmessages\tseconds\tmsg_per_s\tdetail\n' >"$TSV"
 {
-  echo "# bench/producer.sh $STAMP: messages=${MESSAGES:-per size} repeats=$REPEATS concurrency=$CONCURRENCY ours_concurrency=$OURS_CONCURRENCY batch_size=$BATCH_SIZE message_size=$MESSAGE_SIZE notxn_chunk=$NOTXN_CHUNK perf_outstanding=$PERF_OUTSTANDING"
+  echo "# bench/producer.sh $STAMP: messages=${MESSAGES:-per size} repeats=$REPEATS concurrency=$CONCURRENCY ours_concurrency=$OURS_CONCURRENCY commits_in_flight=${COMMITS_IN_FLIGHT:-default} batch_size=$BATCH_SIZE message_size=$MESSAGE_SIZE notxn_chunk=$NOTXN_CHUNK perf_outstanding=$PERF_OUTSTANDING"
   echo "# image: ${IMAGE:-default}  service: $SERVICE_URL  $(nproc) cores"
   printf '%-8s %-6s %-12s %10s %9s %12s  %s\n' txn_size repeat tool messages seconds msg/s detail
 } | tee "$TXT"

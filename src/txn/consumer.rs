@@ -169,54 +169,31 @@ pub fn ack_set(size: i32, index: i32, kind: AckKind) -> Vec<i64> {
 }
 
 /// The message ids of one ACK frame for the messages `ids` (as `Received::id`). Individual:
-/// one id per entry, members of one batch merged into one ack set (the broker refuses a second
-/// id of an entry already pending in the same transaction as a conflict). Cumulative: exactly
-/// one message. Pure; an error is a misuse, nothing is sent.
+/// one id per message, in order, as the Java client's multi-message transactional ack builds
+/// them: a batch member carries its batch size and an ack set with only its own bit cleared
+/// (members of one entry are never merged: an all-members merge has an empty ack set, which the
+/// broker takes for a whole-entry ack). Cumulative: exactly one message. Pure; an error is a
+/// misuse, nothing is sent.
 pub fn ack_ids(ids: &[MessageIdData], kind: AckKind) -> Result<Vec<MessageIdData>, String> {
     if ids.is_empty() {
         return Err("an ACK needs at least one message id".into());
     }
-    if kind == AckKind::Cumulative {
-        let [id] = ids else {
-            return Err(format!(
-                "a cumulative ACK names exactly one message, not {} (the broker ignores it)",
-                ids.len()
-            ));
-        };
-        let mut out = entry_id(id);
-        if let (Some(index), Some(size)) = (id.batch_index, id.batch_size) {
-            out.ack_set = ack_set(size, index, kind);
-        }
-        return Ok(vec![out]);
+    if kind == AckKind::Cumulative && ids.len() != 1 {
+        return Err(format!(
+            "a cumulative ACK names exactly one message, not {} (the broker ignores it)",
+            ids.len()
+        ));
     }
-    let mut entries: Vec<(MessageIdData, Option<Vec<usize>>)> = Vec::new();
-    for id in ids {
-        let member = match (id.batch_index, id.batch_size) {
-            (Some(i), Some(_)) if i >= 0 => Some(i as usize),
-            _ => None,
-        };
-        let pos = entries
-            .iter()
-            .position(|(e, _)| (e.ledger_id, e.entry_id) == (id.ledger_id, id.entry_id));
-        match (pos, member) {
-            (None, Some(i)) => entries.push((entry_id(id), Some(vec![i]))),
-            (None, None) => entries.push((entry_id(id), None)),
-            (Some(p), Some(i)) => {
-                if let Some(members) = entries[p].1.as_mut() {
-                    members.push(i);
+    Ok(ids
+        .iter()
+        .map(|id| {
+            let mut out = entry_id(id);
+            if let (Some(index), Some(size)) = (id.batch_index, id.batch_size) {
+                if index >= 0 {
+                    out.ack_set = ack_set(size, index, kind);
                 }
             }
-            // The whole entry wins over any of its members.
-            (Some(p), None) => entries[p].1 = None,
-        }
-    }
-    Ok(entries
-        .into_iter()
-        .map(|(mut id, members)| {
-            if let (Some(members), Some(size)) = (members, id.batch_size) {
-                id.ack_set = unacked_bits(size.max(0) as usize, |i| members.contains(&i));
-            }
-            id
+            out
         })
         .collect())
 }
@@ -606,8 +583,10 @@ mod tests {
         assert!(bit(&s, 63) && !bit(&s, 64) && bit(&s, 65) && !bit(&s, 66));
     }
 
+    /// Regression: members of one entry were merged into one id; naming every member gave an
+    /// empty ack set, which the broker reads as a whole-entry ack (not what Java sends).
     #[test]
-    fn individual_acks_merge_members_of_one_entry_and_keep_whole_entries() {
+    fn individual_acks_name_each_message_with_its_own_ack_set() {
         let ids = [
             id(7, 1, None),
             id(7, 2, Some((0, 4))),
@@ -615,23 +594,25 @@ mod tests {
             id(7, 3, Some((1, 2))),
         ];
         let out = ack_ids(&ids, AckKind::Individual).unwrap();
-        assert_eq!(out.len(), 3);
+        assert_eq!(out.len(), 4);
         // A plain entry: no ack set, no batch size, no batch index.
         assert_eq!((out[0].ledger_id, out[0].entry_id), (7, 1));
         assert!(out[0].ack_set.is_empty() && out[0].batch_size.is_none());
         assert!(out[0].batch_index.is_none() && out[0].partition.is_none());
-        // Members 0 and 3 of 4 in one id: 1 and 2 stay; the batch size goes along.
-        assert_eq!(out[1].ack_set, vec![0b0110]);
+        // Members 0 and 3 of 4, each in its own id with only its own bit cleared.
+        assert_eq!(out[1].ack_set, vec![0b1110]);
+        assert_eq!(out[2].ack_set, vec![0b0111]);
         assert_eq!(out[1].batch_size, Some(4));
-        assert_eq!(out[2].ack_set, vec![0b01]);
-        // The whole entry named beside one of its members: the whole entry.
+        assert!(out[1].batch_index.is_none());
+        assert_eq!(out[3].ack_set, vec![0b01]);
+        // Both members of a 2-member entry: two ids, neither with an empty ack set.
         let out = ack_ids(
-            &[id(7, 2, Some((0, 4))), id(7, 2, None)],
+            &[id(7, 4, Some((0, 2))), id(7, 4, Some((1, 2)))],
             AckKind::Individual,
         )
         .unwrap();
-        assert_eq!(out.len(), 1);
-        assert!(out[0].ack_set.is_empty());
+        assert_eq!(out.len(), 2);
+        assert_eq!((out[0].ack_set.clone(), out[1].ack_set.clone()), (vec![0b10], vec![0b01]));
     }
 
     #[test]
