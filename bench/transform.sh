@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# bench/transform.sh — consume-transform-produce throughput of pulsar-chaos's transform
+# workload (A) against Pulsar's own tools on one standalone Pulsar that the script starts and
+# removes (bench/lib.sh): B1 = `pulsar-perf consume -txn` (consume and acknowledge in
+# transactions of T messages; it publishes nothing, so it does less per input than A) and
+# B2 = `pulsar-perf transaction` (consume T and publish T in each transaction, A's shape).
+# Rounds alternate A, B1, B2. Results go to bench/results/transform-<UTC time>.tsv and .txt.
+#
+#   bench/transform.sh                          # T=10 and 100, 3 rounds, ~10 min here
+#   TXN_SIZES=10 REPEATS=1 MESSAGES=5000 bench/transform.sh   # a smoke test, ~2 minutes
+#
+# Knobs (environment): TXN_SIZES="10 100", REPEATS=3, MESSAGES (inputs per run; default
+# 20,000 at T=10 and 100,000 otherwise), CONSUMERS=4 (A's consumers, B1's -n, B2's
+# -threads), MESSAGE_SIZE=100, PERF_TIMEOUT=300, TESTCLIENT_DIR (pulsar-testclient 4.0.6's
+# jars, fetched by bench/producer.sh's pom), RESULTS_DIR, KEEP_WORK=1, and those of
+# bench/lib.sh.
+#
+# What each figure is
+#   A  inputs / the transform phase's elapsed time, from the run's producer.json
+#      (`messages_per_s`: first consumer started to every input confirmed committed and the
+#      backlog read as 0; the input's fill and the read-back are not in it). Input entries of
+#      one message (`batch_size: 1`, as the bundled transform scenarios, see
+#      docs/findings/transform-batch-member-conflict.md), Shared subscription, identity f.
+#   B  the input topic is filled first with plain `pulsar-perf produce -db` (not timed), then
+#      the tool runs from the earliest position on a Shared subscription until it has handled
+#      MESSAGES inputs; the figure is MESSAGES / (its last thread's "DONE" - its first consumer
+#      subscribed: B1's "Start receiving", B2's first "Create subscriptions"), both from its
+#      own log timestamps; its own "Aggregated" line is kept in the detail.
+set -euo pipefail
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+TXN_SIZES=${TXN_SIZES:-"10 100"}
+REPEATS=${REPEATS:-3}
+CONSUMERS=${CONSUMERS:-4}
+MESSAGE_SIZE=${MESSAGE_SIZE:-100}
+PERF_TIMEOUT=${PERF_TIMEOUT:-300}
+TESTCLIENT_DIR=${TESTCLIENT_DIR:-$HOME/.cache/pulsar-chaos/testclient-4.0.6-on-4.0.7}
+RESULTS_DIR=${RESULTS_DIR:-$BENCH_DIR/results}
+PERF_MAIN=org.apache.pulsar.testclient.PulsarPerfTestTool
+
+messages_for() {
+  local def=100000
+  [ "$1" = 10 ] && def=20000
+  echo "${MESSAGES:-$def}"
+}
+
+perf() {
+  local log_file=$1; shift
+  run_child timeout -k 10 "$PERF_TIMEOUT" java -Dlog4j2.configurationFile="$BENCH_DIR/testclient/log4j2.xml" \
+    -Djava.net.preferIPv4Stack=true -Dio.netty.tryReflectionSetAccessible=true \
+    --add-opens java.base/sun.net=ALL-UNNAMED --add-opens java.base/java.lang=ALL-UNNAMED \
+    --add-opens java.base/java.util.zip=ALL-UNNAMED --add-opens java.base/java.nio=ALL-UNNAMED \
+    --add-opens java.base/jdk.internal.misc=ALL-UNNAMED \
+    -cp "$TESTCLIENT_DIR/*" "$PERF_MAIN" "$WORK_DIR/perf-client.conf" "$@" >"$log_file" 2>&1
+}
+
+# The time of a log line (Unix ms: bench/testclient/log4j2.xml starts each line with it).
+ms_of() { awk '{ print $1; exit }'; }
+
+# A: our transform. Sets RESULT="msg_per_s seconds detail" or fails.
+run_ours() {
+  local t=$1 n=$2 rep=$3
+  SEQ=$((SEQ + 1))
+  local dir="$WORK_DIR/a-$t-$rep-$SEQ"
+  mkdir -p "$dir"
+  cat >"$dir/scenario.yaml" <<EOF
+name: bench-transform-$t
+seed: 1
+workload:
+  kind: transform
+  topic: persistent://public/default/bench-ta-$t
+  unique_topic: true
+  messages: $n
+  txn_size: $t
+  batch_size: 1
+  consumers: $CONSUMERS
+  subscription_type: shared
+  message_size: $MESSAGE_SIZE
+  deadline: 1h
+faults: []
+EOF
+  if ! run_child "$PULSAR_CHAOS" run "$dir/scenario.yaml" --service-url "$SERVICE_URL" \
+      --admin-url "$ADMIN_URL" --progress none --out "$dir/runs" >"$dir/stdout" 2>"$dir/stderr"; then
+    log "A failed (txn_size $t, repeat $rep):"; tail -5 "$dir/stderr" >&2; cat "$dir/stdout" >&2
+    return 1
+  fi
+  local pj rate secs
+  pj=$(ls "$dir"/runs/*/producer.json 2>/dev/null | head -1)
+  [ -n "$pj" ] || { log "A: no producer.json in $dir/runs"; return 1; }
+  rate=$(sed -n 's/.*"messages_per_s": *\([0-9.eE+-]*\).*/\1/p' "$pj")
+  secs=$(sed -n 's/.*"elapsed_s": *\([0-9.eE+-]*\).*/\1/p' "$pj")
+  RESULT="$rate $secs commit_latency_avg_ms=$(sed -n 's/.*"commit_latency_avg_ms": *\([0-9.eE+-]*\).*/\1/p' "$pj")"
+}
+
+# Fill $1 with $2 plain messages (not timed).
+fill() {
+  perf "$WORK_DIR/fill-$SEQ.log" produce -u "$SERVICE_URL" -au "$ADMIN_URL" -m "$2" -threads 1 \
+    -s "$MESSAGE_SIZE" -db -r 100000000 "$1" \
+    || { log "B: the fill of $1 failed (log: $WORK_DIR/fill-$SEQ.log)"; return 1; }
+}
+
+# B1 and B2 share this: the figure from the log, from the first line matching $3 to the last
+# thread's "DONE". $1 log, $2 n.
+perf_result() {
+  local log_file=$1 n=$2 first_pat=$3 a b agg
+  a=$(grep -m1 -E "$first_pat" "$log_file" | ms_of || true)
+  b=$(grep -E -- "- -+ DONE -+" "$log_file" | tail -1 | ms_of || true)
+  agg=$(grep -m1 "Aggregated" "$log_file" | sed 's/.*Aggregated[^-]*--- *//' | tr -s ' ' | cut -c1-90 | tr ' ' '_' || true)
+  [ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt "$a" ] \
+    || { log "B: no timestamps to measure in $log_file"; return 1; }
+  RESULT=$(awk -v n="$n" -v a="$a" -v b="$b" -v agg="${agg:-NA}" \
+    'BEGIN { s = (b - a) / 1000; printf "%.1f %.3f aggregated=%s\n", n / s, s, agg }')
+}
+
+# B1: pulsar-perf consume -txn.
+run_consume() {
+  local t=$1 n=$2 rep=$3
+  SEQ=$((SEQ + 1))
+  local topic="persistent://public/default/bench-tc-$t-$STAMP-$SEQ" log_file="$WORK_DIR/b1-$t-$rep-$SEQ.log"
+  fill "$topic" "$n" || return 1
+  perf "$log_file" consume -u "$SERVICE_URL" -m "$n" -n "$CONSUMERS" -ss bench -st Shared \
+    -sp Earliest -txn -nmt "$t" -tto 30 -i 1 "$topic" \
+    || { log "B1 failed (txn_size $t, repeat $rep; log: $log_file)"; return 1; }
+  perf_result "$log_file" "$n" "PerformanceConsumer - Start receiving"
+}
+
+# B2: pulsar-perf transaction (consume T, publish T, one transaction).
+run_transaction() {
+  local t=$1 n=$2 rep=$3
+  SEQ=$((SEQ + 1))
+  local in="persistent://public/default/bench-tt-$t-$STAMP-$SEQ" log_file="$WORK_DIR/b2-$t-$rep-$SEQ.log"
+  fill "$in" "$n" || return 1
+  perf "$log_file" transaction -u "$SERVICE_URL" -au "$ADMIN_URL" --topics-c "$in" --topics-p "$in-out" \
+    -threads "$CONSUMERS" -ntxn $((n / t)) -nmc "$t" -nmp "$t" -ss bench -st Shared -sp Earliest \
+    -tto 30 -i 1 \
+    || { log "B2 failed (txn_size $t, repeat $rep; log: $log_file)"; return 1; }
+  perf_result "$log_file" "$n" "PerformanceTransaction - Create subscriptions"
+}
+
+bench_setup
+: >"$WORK_DIR/perf-client.conf"
+STAMP=$(date -u +%Y%m%d-%H%M%S)
+SEQ=0
+mkdir -p "$RESULTS_DIR"
+TSV="$RESULTS_DIR/transform-$STAMP.tsv"
+TXT="$RESULTS_DIR/transform-$STAMP.txt"
+ls "$TESTCLIENT_DIR"/pulsar-testclient-*.jar >/dev/null 2>&1 \
+  || die "no pulsar-testclient jars in $TESTCLIENT_DIR (bench/producer.sh copies them once)"
+cluster_up
+printf 'txn_size\trepeat\ttool\tmessages\tseconds\tmsg_per_s\tdetail\n' >"$TSV"
+{
+  echo "# bench/transform.sh $STAMP: repeats=$REPEATS consumers=$CONSUMERS message_size=$MESSAGE_SIZE"
+  echo "# image: ${IMAGE:-default}  service: $SERVICE_URL  $(nproc) cores"
+  printf '%-8s %-6s %-16s %9s %9s %10s  %s\n' txn_size repeat tool messages seconds msg/s detail
+} | tee "$TXT"
+failed=0
+for t in $TXN_SIZES; do
+  n=$(messages_for "$t")
+  for rep in $(seq 1 "$REPEATS"); do
+    for tool in ours perf-consume-txn perf-transaction; do
+      case $tool in
+        ours) fn=run_ours ;; perf-consume-txn) fn=run_consume ;; *) fn=run_transaction ;;
+      esac
+      RESULT=""
+      if "$fn" "$t" "$n" "$rep" && [ -n "$RESULT" ]; then
+        read -r rate secs detail <<<"$RESULT"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$rep" "$tool" "$n" "$secs" "$rate" "$detail" >>"$TSV"
+        printf '%-8s %-6s %-16s %9s %9.2f %10.1f  %s\n' "$t" "$rep" "$tool" "$n" "$secs" "$rate" "$detail" | tee -a "$TXT"
+      else
+        failed=1
+        printf '%s\t%s\t%s\t%s\tNA\tNA\tfailed\n' "$t" "$rep" "$tool" "$n" >>"$TSV"
+        printf '%-8s %-6s %-16s %9s %9s %10s  failed\n' "$t" "$rep" "$tool" "$n" NA NA | tee -a "$TXT"
+      fi
+    done
+  done
+done
+{
+  echo
+  echo "# summary: median msg/s (inputs handled per second) of each tool"
+  for t in $TXN_SIZES; do
+    for tool in ours perf-consume-txn perf-transaction; do
+      printf '%-8s %-16s %10s\n' "$t" "$tool" \
+        "$(awk -F'\t' -v t="$t" -v tool="$tool" '$1 == t && $3 == tool && $6 != "NA" { print $6 }' "$TSV" | median)"
+    done
+  done
+} | tee -a "$TXT"
+log "results: $TSV and $TXT"
+[ "$failed" = 0 ] || die "some runs failed (see above)"
