@@ -10,7 +10,7 @@
 #   TXN_SIZES=10 REPEATS=1 MESSAGES=5000 bench/transform.sh   # a smoke test, ~2 minutes
 #
 # Knobs (environment): TXN_SIZES="10 100", REPEATS=3, MESSAGES (inputs per run; default
-# 20,000 at T=10 and 100,000 otherwise), CONSUMERS=4 (A's consumers, B1's -n, B2's
+# 10,000 at T=10 and 50,000 otherwise), CONSUMERS=4 (A's consumers, B1's -n, B2's
 # -threads), MESSAGE_SIZE=100, PERF_TIMEOUT=300, TESTCLIENT_DIR (pulsar-testclient 4.0.6's
 # jars, fetched by bench/producer.sh's pom), RESULTS_DIR, KEEP_WORK=1, and those of
 # bench/lib.sh.
@@ -40,8 +40,8 @@ RESULTS_DIR=${RESULTS_DIR:-$BENCH_DIR/results}
 PERF_MAIN=org.apache.pulsar.testclient.PulsarPerfTestTool
 
 messages_for() {
-  local def=100000
-  [ "$1" = 10 ] && def=20000
+  local def=50000
+  [ "$1" = 10 ] && def=10000
   echo "${MESSAGES:-$def}"
 }
 
