@@ -612,7 +612,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out.len(), 2);
-        assert_eq!((out[0].ack_set.clone(), out[1].ack_set.clone()), (vec![0b10], vec![0b01]));
+        assert_eq!(
+            (out[0].ack_set.clone(), out[1].ack_set.clone()),
+            (vec![0b10], vec![0b01])
+        );
     }
 
     #[test]

@@ -201,13 +201,13 @@ where
                     .unwrap_or(true)
                 {
                     stats.messages += 1;
-                    keep_going = on(&mid, &metadata, &data);
+                    keep_going = on(&mid, metadata, &data);
                 }
                 *last_seen = Some(mid);
             }
         }
         Some(n) => {
-            let body = decompress(&metadata, data).map_err(|e| {
+            let body = decompress(metadata, data).map_err(|e| {
                 TxnError::Fatal(format!(
                     "{topic} entry {}:{}: {e}",
                     id.ledger_id, id.entry_id
@@ -229,7 +229,7 @@ where
                     .unwrap_or(true)
                 {
                     stats.messages += 1;
-                    keep_going = on(&mid, &metadata, part) && keep_going;
+                    keep_going = on(&mid, metadata, part) && keep_going;
                     *last_seen = Some(mid);
                 }
             }

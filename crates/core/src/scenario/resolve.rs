@@ -49,8 +49,7 @@ pub(super) fn resolve_workload_file(w: &Workload) -> WorkloadFile {
         txn_size: Some(w.txn_size),
         batch_size: Some(w.batch_size),
         concurrency: Some(w.concurrency),
-        commits_in_flight: (w.transactions && w.transform.is_none())
-            .then_some(w.commits_in_flight),
+        commits_in_flight: (w.transactions && w.transform.is_none()).then_some(w.commits_in_flight),
         txn_timeout: Some(Dur(w.txn_timeout)),
         resend: Some(w.resend),
         message_size: Some(w.message_size),

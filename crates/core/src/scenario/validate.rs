@@ -460,8 +460,8 @@ pub const DEFAULT_COMMITS_IN_FLIGHT: u32 = 4;
 /// commits this way (`transactions: false`, `kind: transform`), 1 there.
 fn validate_commits_in_flight(w: &WorkloadFile) -> Result<u32, Invalid> {
     let path = ["workload", "commits_in_flight"];
-    let producer_commits = w.transactions != Some(false)
-        && w.kind.unwrap_or_default() == super::WorkloadKind::Produce;
+    let producer_commits =
+        w.transactions != Some(false) && w.kind.unwrap_or_default() == super::WorkloadKind::Produce;
     match w.commits_in_flight {
         Some(_) if w.transactions == Some(false) => err(
             &path,
