@@ -115,6 +115,8 @@ pub struct WorkloadFile {
     pub function: Option<super::TransformFunction>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_transactional: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_abort_every: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
