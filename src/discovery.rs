@@ -212,6 +212,9 @@ impl Nodes {
                 .await
             }
             PlannedTarget::Cluster => Err(err("the admin API is not a node".into())),
+            PlannedTarget::Consumer { .. } => {
+                Err(err("a transform's consumer is not a node".into()))
+            }
         }
     }
 }

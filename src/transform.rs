@@ -21,6 +21,7 @@
 mod end;
 mod fill;
 mod probe;
+pub mod restart;
 mod worker;
 
 use std::collections::BTreeSet;
@@ -136,6 +137,8 @@ pub struct Transformer {
     /// Bumped to make every worker hand back all it holds unacknowledged.
     nudge: AtomicU64,
     probes_left: AtomicU32,
+    /// `consumer_restart` faults: the nemesis's requests and the workers' closed consumers.
+    restarts: Arc<restart::Restarts>,
 }
 
 impl Transformer {
@@ -186,12 +189,18 @@ impl Transformer {
             activity: AtomicU64::new(0),
             nudge: AtomicU64::new(0),
             probes_left: AtomicU32::new(PROBE_MAX),
+            restarts: Arc::new(restart::Restarts::new(cfg.consumers)),
             cfg,
         })
     }
 
     pub fn stats(&self) -> Arc<Stats> {
         self.stats.clone()
+    }
+
+    /// Where `consumer_restart` faults ask for a consumer to close.
+    pub fn restarts(&self) -> Arc<restart::Restarts> {
+        self.restarts.clone()
     }
 
     /// Stop early (a stall, a signal): workers finish the transaction in hand and leave.
@@ -225,6 +234,7 @@ impl Transformer {
         }
         let complete = self.watch(deadline).await;
         self.over.store(true, Ordering::SeqCst);
+        self.restarts.shut();
         self.changed.notify_waiters();
         for w in workers {
             if let Err(e) = w.await {

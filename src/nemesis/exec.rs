@@ -139,7 +139,7 @@ pub fn role_of(target: &PlannedTarget) -> Option<NodeRole> {
         | PlannedTarget::CoordinatorOwner { .. } => Some(NodeRole::Broker),
         PlannedTarget::Bookie { .. } => Some(NodeRole::Bookie),
         PlannedTarget::Zookeeper => Some(NodeRole::Zookeeper),
-        PlannedTarget::Cluster => None,
+        PlannedTarget::Cluster | PlannedTarget::Consumer { .. } => None,
     }
 }
 

@@ -3,6 +3,7 @@
 //! harness leaves nothing `pulsar-chaos clean` cannot undo. Only labelled containers are
 //! touched.
 
+mod consumer;
 pub mod exec;
 mod heal;
 pub mod journal;
@@ -100,6 +101,8 @@ pub struct Nemesis {
     next_change: AtomicU64,
     /// The proxy the producer's connections go through when the plan has `reply_loss` faults.
     reply_loss: Option<Arc<reply_loss::ReplyLossProxy>>,
+    /// The transform's consumers, for `consumer_restart` faults.
+    consumer_restarts: Option<Arc<crate::transform::restart::Restarts>>,
 }
 
 /// One fault kind: make it happen, and undo it.
@@ -151,6 +154,7 @@ impl Nemesis {
             partitions,
             next_change: AtomicU64::new(1),
             reply_loss: None,
+            consumer_restarts: None,
         }
     }
 
@@ -173,6 +177,7 @@ impl Nemesis {
             partitions,
             next_change: AtomicU64::new(1),
             reply_loss: None,
+            consumer_restarts: None,
         }
     }
 
@@ -299,7 +304,9 @@ impl Nemesis {
                     .ok_or_else(|| err("no zookeeper in this topology".into()))?;
                 Ok((n.clone(), "zookeeper".into()))
             }
-            PlannedTarget::Cluster => Err(err("the admin API is not a container".into())),
+            PlannedTarget::Cluster | PlannedTarget::Consumer { .. } => {
+                Err(err(format!("{target} is not a container")))
+            }
         }
     }
 
@@ -309,6 +316,7 @@ impl Nemesis {
             return ex.prepare(self, f).await;
         }
         match (&f.kind, &f.target) {
+            (FaultKind::ConsumerRestart { .. }, _) => consumer::resolve(f),
             (FaultKind::ReplyLoss { .. }, _) => Ok(Resolved {
                 label: "the producer's connections (reply_loss proxy)".into(),
                 node: None,
@@ -351,6 +359,7 @@ impl Nemesis {
                 scope: scope.clone(),
             }
             .intent_with(self),
+            FaultKind::ConsumerRestart { .. } => consumer::intent(f),
             FaultKind::ReplyLoss {
                 reply,
                 count,
@@ -405,6 +414,7 @@ impl Nemesis {
                 .inject(self, f, target)
                 .await
             }
+            FaultKind::ConsumerRestart { .. } => consumer::inject(self, f).await,
             FaultKind::ReplyLoss {
                 reply,
                 count,
@@ -460,6 +470,7 @@ impl Nemesis {
                 .heal(self, applied)
                 .await
             }
+            FaultKind::ConsumerRestart { .. } => consumer::heal(self, f),
             FaultKind::ReplyLoss { reply, .. } => {
                 let d = self.proxy()?.disarm(&f.name);
                 Ok(Healed {

@@ -41,6 +41,10 @@ pub fn firing_lines(
             "  admin API: {}",
             crate::nemesis::unload_call(admin_base, scope, topic)
         )),
+        (FaultKind::ConsumerRestart { .. }, _) => out.push(format!(
+            "  the harness closes {}'s consumers while it holds inputs in an open transaction; subscribes them again at the heal",
+            f.target
+        )),
         (FaultKind::ReplyLoss { reply, .. }, _) => out.push(format!(
             "  the harness's proxy drops {} replies on the producer's connections",
             reply.command()

@@ -21,6 +21,7 @@ use crate::rundir::RunInfo;
 use crate::scenario::{ClusterSpec, Guard, GUARD_WAIT};
 use crate::workload::Stats;
 
+use super::driver::Driver;
 use super::env::Env;
 use super::Request;
 
@@ -33,16 +34,25 @@ pub(super) async fn nemesis(
     admin: &Admin,
     info: &RunInfo,
     proxy: &Option<Arc<ReplyLossProxy>>,
+    driver: &Driver,
 ) -> Result<Option<Arc<Nemesis>>> {
     let w = &req.scenario.workload;
+    let restarts = match driver {
+        Driver::Transform(t) => Some(t.restarts()),
+        Driver::Produce(_) => None,
+    };
+    let with_restarts = |n: Nemesis| match &restarts {
+        Some(r) => n.with_consumer_restarts(r.clone()),
+        None => n,
+    };
     let nemesis = match (&env.cluster, &env.exec) {
-        (None, Some(x)) => Some(Arc::new(Nemesis::external(
+        (None, Some(x)) => Some(Arc::new(with_restarts(Nemesis::external(
             x.clone(),
             admin.clone(),
             &info.run_id,
             info.topic.clone(),
             w.partitions,
-        ))),
+        )))),
         (Some(c), _) => {
             let version = match &req.scenario.cluster {
                 ClusterSpec::Docker(d) => d.pulsar_version.clone(),
@@ -56,12 +66,20 @@ pub(super) async fn nemesis(
                 info.topic.clone(),
                 w.partitions,
             );
-            Some(Arc::new(match proxy {
+            Some(Arc::new(with_restarts(match proxy {
                 Some(p) => n.with_reply_loss(p.clone()),
                 None => n,
-            }))
+            })))
         }
-        (None, None) => None,
+        // Unloads and the transform's own consumers: no node is touched.
+        (None, None) => restarts.as_ref().map(|_| {
+            Arc::new(with_restarts(Nemesis::without_nodes(
+                admin.clone(),
+                &info.run_id,
+                info.topic.clone(),
+                w.partitions,
+            )))
+        }),
     };
     Ok(nemesis)
 }
@@ -142,6 +160,7 @@ impl FaultTask {
             f.kind,
             crate::scenario::FaultKind::TopicUnload { .. }
                 | crate::scenario::FaultKind::ReplyLoss { .. }
+                | crate::scenario::FaultKind::ConsumerRestart { .. }
         );
         let _held = if needs_container {
             Some(lock.lock().await)

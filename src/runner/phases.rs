@@ -83,7 +83,7 @@ pub(super) async fn execute(
     // Faults.
     let (stop_tx, stop_rx) = watch::channel(false);
     let active: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
-    let nemesis = faults::nemesis(req, env, &admin, info, &proxy).await?;
+    let nemesis = faults::nemesis(req, env, &admin, info, &proxy, &producer).await?;
     // A resumed run continues the plan: a fault that started before the interruption is not
     // fired again (its time has passed, so it would fire at once, after every resume).
     let remaining;

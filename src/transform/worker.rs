@@ -71,6 +71,7 @@ impl Transformer {
             nudge: self.nudge.load(Ordering::SeqCst),
         };
         while !self.is_over() && Instant::now() < deadline {
+            self.wait_reopened(&w).await;
             let batch = self.gather(&mut w, deadline).await;
             if batch.is_empty() {
                 continue;
@@ -248,6 +249,8 @@ impl Transformer {
             self.redeliver(w, attempt, &batch, &skip, why);
             return;
         }
+        // A consumer_restart asked for this worker closes its consumers here.
+        self.restart_point(w, attempt, txn, &batch).await;
         if let Some(k) = self.cfg.abort_every {
             if attempt % u64::from(k) == 0 {
                 let why = format!("deliberate: every {k}th attempt is aborted (abort_every)");

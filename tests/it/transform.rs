@@ -1,9 +1,10 @@
-//! Issue 13, step 2: consume-transform-produce end to end through the command line, on one
-//! standalone shared by both runs. The smoke scenario passes, and an independent read checks
-//! both topics: the output holds [0, N) exactly once and the input [0, N) once, with the
-//! subscription's backlog 0 (asked over the admin API). Then a run that aborts every 3rd
-//! attempt on purpose: its inputs are handed back and processed again (redeliveries > 0), and
-//! it still passes.
+//! Issue 13, step 2: consume-transform-produce end to end through the command line. The smoke
+//! scenario passes, and an independent read checks both topics: the output holds [0, N)
+//! exactly once and the input [0, N) once, with the subscription's backlog 0 (asked over the
+//! admin API). Then a run that aborts every 3rd attempt on purpose: its inputs are handed back
+//! and processed again (redeliveries > 0), and it still passes. The Failover and Key_Shared
+//! subscriptions and a transactional input pass the same way. `consumer_restart` faults close
+//! consumers holding inputs in open transactions, and the run still passes.
 
 use std::path::Path;
 
@@ -104,5 +105,120 @@ fn transform_smoke_passes_and_aborted_inputs_come_again() {
             .filter(|e| e["event"] == "abort_requested")
             .count();
         assert!(aborted >= 30, "{aborted} deliberate aborts");
+    });
+}
+
+/// Short runs on one standalone: a Failover and a Key_Shared subscription, and an input filled
+/// in transactions; each passes with the output read back independently as [0, N) once and
+/// the backlog 0.
+#[test]
+fn transform_failover_key_shared_and_transactional_input_pass() {
+    let dir = tmpdir("transform-subs");
+    rt().block_on(async {
+        let tc = TestCluster::start(Topology::Standalone, 1, 1).await;
+        let c = &tc.cluster;
+        let admin = Admin::new(&c.admin_url);
+        for (name, extra) in [
+            ("failover", "  subscription_type: failover\n"),
+            ("key-shared", "  subscription_type: key_shared\n"),
+            ("txn-input", "  input_transactional: true\n"),
+        ] {
+            let s = write(
+                &dir,
+                &format!("{name}.yaml"),
+                &format!("name: transform-{name}\nworkload:\n  kind: transform\n  topic: persistent://public/default/transform-{name}\n  partitions: 2\n  messages: 600\n  txn_size: 10\n  batch_size: 1\n  consumers: 2\n  deadline: 2m\n{extra}"),
+            );
+            let rd = run_pass(&s, &dir, c);
+            let topic = topic_of(&rd);
+            assert_exactly_once(&c.service_url, &topic, 600).await;
+            for p in 0..2 {
+                assert_backlog_zero(&admin, &format!("{}-partition-{p}", input_topic(&topic)))
+                    .await;
+            }
+        }
+    });
+}
+
+/// Whether each `consumer_closed` of `h` hit an attempt holding inputs acknowledged in an open
+/// transaction: its `txn_opened` and an `inputs_acked` "acked" before, no END_TXN asked before,
+/// its fault a `consumer_restart` that started; and the attempt reached an outcome after.
+/// Returns how many did.
+fn closes_in_open_transactions(h: &[serde_json::Value]) -> usize {
+    let mut hits = 0;
+    for (k, e) in h.iter().enumerate() {
+        if e["event"] != "consumer_closed" {
+            continue;
+        }
+        let attempt = &e["attempt"];
+        let before = &h[..k];
+        let of_attempt =
+            |ev: &serde_json::Value, name: &str| ev["event"] == name && &ev["attempt"] == attempt;
+        let started = before.iter().any(|f| {
+            f["event"] == "fault_started"
+                && f["kind"] == "consumer_restart"
+                && f["fault"] == e["fault"]
+        });
+        let opened = before
+            .iter()
+            .any(|f| of_attempt(f, "txn_opened") && f["txn"] == e["txn"]);
+        let acked = before
+            .iter()
+            .any(|f| of_attempt(f, "inputs_acked") && f["answer"] == "acked");
+        let ended = before.iter().any(|f| {
+            of_attempt(f, "commit_requested")
+                || of_attempt(f, "abort_requested")
+                || of_attempt(f, "txn_outcome")
+        });
+        let held = e["inputs"].as_array().is_some_and(|r| !r.is_empty());
+        let outcome = h[k..]
+            .iter()
+            .any(|f| of_attempt(f, "txn_outcome") || of_attempt(f, "txn_resolved"));
+        assert!(outcome, "attempt {attempt} closed and never ended: {e}");
+        if started && opened && acked && !ended && held {
+            hits += 1;
+        }
+    }
+    hits
+}
+
+/// The bundled `transform-consumer-restarts.yaml`: consumers closed while they hold inputs in
+/// open transactions, reopened after 1 s; PASS, the output read back independently as
+/// [0, 10000) once, the backlog 0, and at least one close that hit an open transaction.
+#[test]
+fn transform_consumer_restarts_pass() {
+    let dir = tmpdir("transform-crestart");
+    rt().block_on(async {
+        let tc = TestCluster::start(Topology::Standalone, 1, 1).await;
+        let c = &tc.cluster;
+        let admin = Admin::new(&c.admin_url);
+        let s = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios/transform-consumer-restarts.yaml");
+        let rd = run_pass(&s, &dir, c);
+        let topic = topic_of(&rd);
+        assert_exactly_once(&c.service_url, &topic, 10_000).await;
+        for p in 0..2 {
+            assert_backlog_zero(&admin, &format!("{}-partition-{p}", input_topic(&topic))).await;
+        }
+        let h = history(&rd);
+        let hits = closes_in_open_transactions(&h);
+        assert!(hits >= 1, "no consumer_restart hit an open transaction");
+        let healed = h
+            .iter()
+            .filter(|e| {
+                e["event"] == "fault_healed"
+                    && e["ok"] == true
+                    && e["fault"]
+                        .as_str()
+                        .unwrap_or("")
+                        .starts_with("consumer_restart")
+            })
+            .count();
+        assert!(healed >= hits, "{healed} heals for {hits} closes");
+        // The report's fault list names them.
+        let page = std::fs::read_to_string(rd.join("report.html")).unwrap();
+        assert!(
+            page.contains("consumer_restart-0#1"),
+            "report without the fault"
+        );
     });
 }

@@ -426,11 +426,13 @@ pub fn shell_quote(v: &str) -> String {
 
 /// Whether a fault kind changes a node of the cluster (restarts, pauses, packet loss) rather
 /// than asking Pulsar to do something it does in normal operation (unloads) or acting on the
-/// harness's own connections (reply loss).
+/// harness's own connections (reply loss) or consumers (consumer restart).
 pub fn is_destructive(kind: &FaultKind) -> bool {
     !matches!(
         kind,
-        FaultKind::TopicUnload { .. } | FaultKind::ReplyLoss { .. }
+        FaultKind::TopicUnload { .. }
+            | FaultKind::ReplyLoss { .. }
+            | FaultKind::ConsumerRestart { .. }
     )
 }
 
@@ -469,7 +471,9 @@ impl Adapter {
             FaultKind::ZookeeperRestart { mode, .. } => restart(mode, "zookeeper_restart"),
             FaultKind::Pause { .. } => pair(&self.pause, "pause"),
             FaultKind::PacketLoss { .. } => pair(&self.packet_loss, "packet_loss"),
-            FaultKind::TopicUnload { .. } | FaultKind::ReplyLoss { .. } => {
+            FaultKind::TopicUnload { .. }
+            | FaultKind::ReplyLoss { .. }
+            | FaultKind::ConsumerRestart { .. } => {
                 Err(format!("{} does not go through an adapter", kind.name()))
             }
         }

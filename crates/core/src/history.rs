@@ -225,6 +225,18 @@ pub enum EventBody {
         outcome: ProbeOutcome,
         answer: String,
     },
+    /// Transform: a `consumer_restart` fault closed the consumers of worker `consumer` (as
+    /// `inputs_taken` numbers it) while attempt `attempt` held `inputs` acknowledged in its
+    /// transaction `txn`, still open (no END_TXN asked yet); `answer`: the broker's answers to
+    /// CLOSE_CONSUMER. The attempt then goes on (its commit) as the client learns.
+    ConsumerClosed {
+        fault: String,
+        consumer: u32,
+        attempt: u64,
+        txn: TxnId,
+        inputs: Ranges,
+        answer: String,
+    },
 }
 
 /// What became of a conflict probe (see `EventBody::ConflictProbe`).

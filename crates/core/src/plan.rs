@@ -18,12 +18,24 @@ use crate::seed::Rng;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum PlannedTarget {
-    Broker { index: u32 },
-    OwnerOfTopic { partition: Option<u32> },
-    CoordinatorOwner { coordinator: u32 },
-    Bookie { index: u32 },
+    Broker {
+        index: u32,
+    },
+    OwnerOfTopic {
+        partition: Option<u32>,
+    },
+    CoordinatorOwner {
+        coordinator: u32,
+    },
+    Bookie {
+        index: u32,
+    },
     Zookeeper,
     Cluster,
+    /// A transform's consumer, 1-based (worker `index - 1`).
+    Consumer {
+        index: u32,
+    },
 }
 
 impl std::fmt::Display for PlannedTarget {
@@ -40,6 +52,7 @@ impl std::fmt::Display for PlannedTarget {
             PlannedTarget::Bookie { index } => write!(f, "bookie-{index}"),
             PlannedTarget::Zookeeper => f.write_str("zookeeper"),
             PlannedTarget::Cluster => f.write_str("cluster"),
+            PlannedTarget::Consumer { index } => write!(f, "consumer-{index}"),
         }
     }
 }
@@ -113,13 +126,21 @@ pub fn make(scenario: &Scenario, seed: u64) -> Plan {
     let (brokers, bookies, coordinators) = scenario.cluster.counts();
     let (brokers, bookies, coordinators) = (brokers.max(1), bookies.max(1), coordinators.max(1));
     let partitions = scenario.workload.partitions;
+    let consumers = scenario
+        .workload
+        .transform
+        .map_or(1, |t| t.consumers.max(1));
     let mut firings: Vec<PlannedFault> = Vec::new();
     for f in &scenario.faults {
         let mut rng = Rng::derive(seed, &format!("fault-{}", f.index));
         let deadline_ms = scenario.workload.deadline.as_millis() as u64;
         let triggers = triggers(&f.schedule.timing, &mut rng, deadline_ms);
         for (n, trigger) in triggers.into_iter().enumerate() {
-            let target = planned_target(f, &mut rng, brokers, bookies, coordinators, partitions);
+            let target = planned_target(
+                f,
+                &mut rng,
+                [brokers, bookies, coordinators, partitions, consumers],
+            );
             let kind = match &f.kind {
                 FaultKind::TopicUnload {
                     scope: UnloadScope::WorkloadTopic,
@@ -210,14 +231,9 @@ fn triggers(timing: &Timing, rng: &mut Rng, deadline_ms: u64) -> Vec<Trigger> {
 
 /// The target of one firing, drawn from the fault's stream when the scenario leaves a choice
 /// (a pinned partition or coordinator draws nothing).
-fn planned_target(
-    f: &FaultSpec,
-    rng: &mut Rng,
-    brokers: u32,
-    bookies: u32,
-    coordinators: u32,
-    partitions: u32,
-) -> PlannedTarget {
+/// `counts`: brokers, bookies, coordinators, partitions, consumers.
+fn planned_target(f: &FaultSpec, rng: &mut Rng, counts: [u32; 5]) -> PlannedTarget {
+    let [brokers, bookies, coordinators, partitions, consumers] = counts;
     match f.target {
         Target::AnyBroker => PlannedTarget::Broker {
             index: 1 + rng.below(u64::from(brokers)) as u32,
@@ -244,6 +260,10 @@ fn planned_target(
         Target::Bookie(i) => PlannedTarget::Bookie { index: i },
         Target::Zookeeper => PlannedTarget::Zookeeper,
         Target::Cluster => PlannedTarget::Cluster,
+        Target::AnyConsumer => PlannedTarget::Consumer {
+            index: 1 + rng.below(u64::from(consumers)) as u32,
+        },
+        Target::Consumer(i) => PlannedTarget::Consumer { index: i },
     }
 }
 

@@ -117,6 +117,8 @@ pub struct WorkloadFile {
     pub function: Option<super::TransformFunction>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_transactional: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_abort_every: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
@@ -239,6 +241,17 @@ pub enum FaultFile {
         draw_seed: Option<u64>,
         schedule: ScheduleFile,
     },
+    /// `kind: transform` only: close one of the transform's consumers while it holds inputs
+    /// in an open transaction, subscribe it again after `down_for`.
+    ConsumerRestart {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        down_for: Option<Dur>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<String>,
+        schedule: ScheduleFile,
+    },
 }
 
 /// The keys every fault kind shares.
@@ -292,6 +305,12 @@ impl FaultFile {
                 target,
                 schedule,
                 ..
+            }
+            | FaultFile::ConsumerRestart {
+                name,
+                target,
+                schedule,
+                ..
             } => FaultCommon {
                 name,
                 target,
@@ -339,7 +358,8 @@ impl FaultFile {
             | FaultFile::Pause { schedule, .. }
             | FaultFile::BookieRestart { schedule, .. }
             | FaultFile::ZookeeperRestart { schedule, .. }
-            | FaultFile::ReplyLoss { schedule, .. } => schedule,
+            | FaultFile::ReplyLoss { schedule, .. }
+            | FaultFile::ConsumerRestart { schedule, .. } => schedule,
         }
     }
 
@@ -352,6 +372,7 @@ impl FaultFile {
             FaultFile::BookieRestart { .. } => "bookie_restart",
             FaultFile::ZookeeperRestart { .. } => "zookeeper_restart",
             FaultFile::ReplyLoss { .. } => "reply_loss",
+            FaultFile::ConsumerRestart { .. } => "consumer_restart",
         }
     }
 }

@@ -84,6 +84,8 @@ pub(crate) fn strip_location(msg: &str) -> String {
 }
 
 #[cfg(test)]
+mod consumer_restart_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod transform_tests;

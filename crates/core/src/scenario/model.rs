@@ -327,6 +327,14 @@ pub enum FaultKind {
         )]
         duration: Option<Duration>,
     },
+    /// `kind: transform` only: the harness closes one of the transform's consumers (every
+    /// per-partition consumer of one worker) while it holds inputs acknowledged in an open
+    /// transaction, and subscribes it again after `down_for` (the heal). The attempt goes on
+    /// as the client learns (see `transform::restart`).
+    ConsumerRestart {
+        #[serde(with = "humantime_serde_ms")]
+        down_for: Duration,
+    },
 }
 
 /// The broker reply a `reply_loss` fault drops.
@@ -373,7 +381,8 @@ impl FaultKind {
         match self {
             FaultKind::BrokerRestart { down_for, .. }
             | FaultKind::BookieRestart { down_for, .. }
-            | FaultKind::ZookeeperRestart { down_for, .. } => *down_for,
+            | FaultKind::ZookeeperRestart { down_for, .. }
+            | FaultKind::ConsumerRestart { down_for } => *down_for,
             FaultKind::PacketLoss { duration, .. } | FaultKind::Pause { duration } => *duration,
             FaultKind::TopicUnload { .. } => Duration::ZERO,
             FaultKind::ReplyLoss { duration, .. } => duration.unwrap_or(Duration::ZERO),
@@ -389,6 +398,7 @@ impl FaultKind {
             FaultKind::BookieRestart { .. } => "bookie_restart",
             FaultKind::ZookeeperRestart { .. } => "zookeeper_restart",
             FaultKind::ReplyLoss { .. } => "reply_loss",
+            FaultKind::ConsumerRestart { .. } => "consumer_restart",
         }
     }
 }
@@ -446,6 +456,10 @@ pub enum Target {
     Zookeeper,
     /// The admin API of the cluster (topic unloads).
     Cluster,
+    /// One of a transform's consumers, drawn from the seed when the plan is made.
+    AnyConsumer,
+    /// The transform's consumer number i, 1-based (worker i - 1).
+    Consumer(u32),
 }
 
 impl fmt::Display for Target {
@@ -459,6 +473,8 @@ impl fmt::Display for Target {
             Target::Bookie(i) => write!(f, "bookie-{i}"),
             Target::Zookeeper => f.write_str("zookeeper"),
             Target::Cluster => f.write_str("cluster"),
+            Target::AnyConsumer => f.write_str("any-consumer"),
+            Target::Consumer(i) => write!(f, "consumer-{i}"),
         }
     }
 }
@@ -477,9 +493,12 @@ impl Target {
             "any-bookie" => Target::AnyBookie,
             "zookeeper" => Target::Zookeeper,
             "cluster" => Target::Cluster,
+            "any-consumer" => Target::AnyConsumer,
             _ => {
                 if let Some(i) = num("broker-") {
                     Target::Broker(i)
+                } else if let Some(i) = num("consumer-") {
+                    Target::Consumer(i)
                 } else if let Some(i) = num("bookie-") {
                     Target::Bookie(i)
                 } else {

@@ -66,6 +66,7 @@ pub(super) fn resolve_workload_file(w: &Workload) -> WorkloadFile {
         subscription_type: w.transform.map(|t| t.subscription_type),
         function: w.transform.map(|t| t.function),
         input_transactional: w.transform.map(|t| t.input_transactional),
+        input_abort_every: w.transform.and_then(|t| t.input_abort_every),
     }
 }
 

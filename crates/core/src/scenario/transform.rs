@@ -67,6 +67,10 @@ pub struct Transform {
     pub function: TransformFunction,
     /// Fill the input topic in transactions (true) or with plain sends (false, the default).
     pub input_transactional: bool,
+    /// With `input_transactional`: abort the first attempt of every k-th transaction of the
+    /// fill on purpose (its numbers are sent again in a new one), so the input's log holds
+    /// aborted messages that no consumer may receive (apache/pulsar#19814).
+    pub input_abort_every: Option<u32>,
 }
 
 /// The name of the transform's subscription on the input topic.

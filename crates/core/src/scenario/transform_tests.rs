@@ -132,3 +132,26 @@ fn the_input_topic_and_f() {
     );
     assert_eq!(TransformFunction::Identity.apply(41), 41);
 }
+
+#[test]
+fn input_abort_every_goes_with_a_transactional_input() {
+    let text = format!("{TRANSFORM}  input_transactional: true\n  input_abort_every: 3\n");
+    let s = parse("t.yaml", &text).unwrap();
+    assert_eq!(s.workload.transform.unwrap().input_abort_every, Some(3));
+    let again = parse("resolved.yaml", &s.resolved_yaml()).unwrap();
+    assert_eq!(s.workload, again.workload);
+    for (extra, needle) in [
+        ("  input_abort_every: 3\n", "input_transactional: true"),
+        (
+            "  input_transactional: true\n  input_abort_every: 1\n",
+            "at least 2",
+        ),
+    ] {
+        let (_, _, message) = located(&format!("{TRANSFORM}{extra}"));
+        assert!(message.contains("workload.input_abort_every"), "{message}");
+        assert!(message.contains(needle), "{message}");
+    }
+    let produce = TRANSFORM.replace("  kind: transform\n", "  input_abort_every: 3\n");
+    let (_, _, message) = located(&produce);
+    assert!(message.contains("kind: transform"), "{message}");
+}

@@ -199,7 +199,8 @@ fn hold(f: &FaultFile) -> Option<(&'static str, Dur)> {
     match f {
         FaultFile::BrokerRestart { down_for, .. }
         | FaultFile::BookieRestart { down_for, .. }
-        | FaultFile::ZookeeperRestart { down_for, .. } => down_for.map(|d| ("down_for", d)),
+        | FaultFile::ZookeeperRestart { down_for, .. }
+        | FaultFile::ConsumerRestart { down_for, .. } => down_for.map(|d| ("down_for", d)),
         FaultFile::PacketLoss { duration, .. } | FaultFile::Pause { duration, .. } => {
             Some(("duration", *duration))
         }
@@ -212,7 +213,8 @@ fn set_hold(f: &mut FaultFile, d: Dur) {
     match f {
         FaultFile::BrokerRestart { down_for, .. }
         | FaultFile::BookieRestart { down_for, .. }
-        | FaultFile::ZookeeperRestart { down_for, .. } => *down_for = Some(d),
+        | FaultFile::ZookeeperRestart { down_for, .. }
+        | FaultFile::ConsumerRestart { down_for, .. } => *down_for = Some(d),
         FaultFile::PacketLoss { duration, .. } | FaultFile::Pause { duration, .. } => *duration = d,
         FaultFile::ReplyLoss { duration, .. } => *duration = Some(d),
         FaultFile::TopicUnload { .. } => {}

@@ -109,6 +109,12 @@ fn entry(f: &PlannedFault) -> FaultFile {
             draw_seed: f.draw_seed,
             schedule,
         },
+        FaultKind::ConsumerRestart { down_for } => FaultFile::ConsumerRestart {
+            name,
+            down_for: Some(dur(*down_for)),
+            target,
+            schedule,
+        },
     }
 }
 
@@ -129,6 +135,7 @@ fn pinned_target(t: &PlannedTarget) -> Pinned {
         PlannedTarget::Broker { index } => only(format!("broker-{index}")),
         PlannedTarget::Bookie { index } => only(format!("bookie-{index}")),
         PlannedTarget::Zookeeper => only("zookeeper".into()),
+        PlannedTarget::Consumer { index } => only(format!("consumer-{index}")),
         PlannedTarget::OwnerOfTopic { partition } => Pinned {
             partition: *partition,
             ..only("owner-of-topic".into())

@@ -44,8 +44,17 @@ pub(super) fn validate_fault(
             "reply_loss needs a cluster the harness started (topology standalone or cluster)",
         );
     }
+    let consumers = match (f, workload.transform) {
+        (FaultFile::ConsumerRestart { .. }, None) => {
+            return err(
+                &["kind"],
+                "consumer_restart goes with `kind: transform` only (it closes one of the transform's consumers)",
+            )
+        }
+        (_, t) => t.map(|t| t.consumers).unwrap_or(0),
+    };
     let fault_kind = validate_fault_kind(f, kind, target)?;
-    target_exists(target, topology, brokers, bookies)?;
+    target_exists(target, topology, brokers, bookies, consumers)?;
     let pins = validate_pins(f, target, workload.partitions, coordinators)?;
     let schedule = validate_schedule(common.schedule, workload)?;
     let name = match &common.name {
@@ -127,13 +136,14 @@ fn fault_target(f: &FaultFile, target: &Option<String>) -> Result<Target, Invali
         FaultFile::BookieRestart { .. } => "any-bookie",
         FaultFile::ZookeeperRestart { .. } => "zookeeper",
         FaultFile::ReplyLoss { .. } => "cluster",
+        FaultFile::ConsumerRestart { .. } => "any-consumer",
         _ => "any-broker",
     };
     let target_text = target.clone().unwrap_or_else(|| default_target.to_string());
     Target::parse(&target_text).ok_or_else(|| {
         (
             vec![key("target")],
-            format!("unknown target '{target_text}' (any-broker, broker-<i>, owner-of-topic, coordinator-owner, any-bookie, bookie-<i>, zookeeper)"),
+            format!("unknown target '{target_text}' (any-broker, broker-<i>, owner-of-topic, coordinator-owner, any-bookie, bookie-<i>, zookeeper, any-consumer, consumer-<i>)"),
         )
     })
 }
@@ -150,7 +160,18 @@ fn validate_fault_kind(f: &FaultFile, kind: &str, target: Target) -> Result<Faul
             format!("{kind} cannot aim at '{target}': {allowed}"),
         )
     };
+    let is_consumer_target = matches!(target, Target::AnyConsumer | Target::Consumer(_));
+    if is_consumer_target != matches!(f, FaultFile::ConsumerRestart { .. }) {
+        return bad_target(if is_consumer_target {
+            "only consumer_restart aims at a consumer"
+        } else {
+            "it takes any-consumer or consumer-<i>"
+        });
+    }
     Ok(match f {
+        FaultFile::ConsumerRestart { down_for, .. } => FaultKind::ConsumerRestart {
+            down_for: down_for.map(|d| d.0).unwrap_or(Duration::ZERO),
+        },
         FaultFile::BrokerRestart { mode, down_for, .. } => {
             if !is_broker_target {
                 return bad_target("it takes a broker target");
@@ -300,8 +321,12 @@ fn target_exists(
     topology: Topology,
     brokers: u32,
     bookies: u32,
+    consumers: u32,
 ) -> Result<(), Invalid> {
     match target {
+        Target::Consumer(i) if i > consumers => {
+            return err(&["target"], format!("consumer-{i} does not exist: the transform has {consumers} consumer(s)"))
+        }
         Target::Broker(i) if i > brokers => {
             return err(&["target"], format!("broker-{i} does not exist: the cluster has {brokers} broker(s)"))
         }

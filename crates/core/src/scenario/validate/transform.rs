@@ -18,6 +18,7 @@ pub(super) fn validate_transform(
             ("subscription_type", w.subscription_type.is_some()),
             ("function", w.function.is_some()),
             ("input_transactional", w.input_transactional.is_some()),
+            ("input_abort_every", w.input_abort_every.is_some()),
         ] {
             if set {
                 return err(&["workload", field], "goes with `kind: transform` only");
@@ -56,11 +57,24 @@ pub(super) fn validate_transform(
             return err(&["workload", field], format!("does not go with `kind: transform`: {why}"));
         }
     }
+    let input_abort_every = w.input_abort_every;
+    if let Some(k) = input_abort_every {
+        if k < 2 {
+            return err(&["workload", "input_abort_every"], "must be at least 2");
+        }
+        if w.input_transactional != Some(true) {
+            return err(
+                &["workload", "input_abort_every"],
+                "goes with `input_transactional: true` (it aborts transactions of the fill)",
+            );
+        }
+    }
     Ok(Some(Transform {
         consumers,
         subscription_type: w.subscription_type.unwrap_or_default(),
         function: w.function.unwrap_or_default(),
         input_transactional: w.input_transactional.unwrap_or(false),
+        input_abort_every,
     }))
 }
 
