@@ -30,6 +30,16 @@ pub(super) fn consumer_section(h: &mut String, v: &Verdict) {
         fmt_n(c.probes_accepted),
         fmt_n(c.probes_unanswered)
     );
+    if let Some(l) = &c.ack_latency {
+        w!(
+            h,
+            "<p>ACK latency (an attempt's ACKs sent to every one answered, over the {} attempt(s) whose ACKs were all acknowledged): median {} ms, p99 {} ms, max {} ms.</p>\n",
+            fmt_n(l.attempts),
+            fmt_n(l.median_ms),
+            fmt_n(l.p99_ms),
+            fmt_n(l.max_ms)
+        );
+    }
     for f in &c.findings {
         w!(h, "<p class=\"bad\">{}</p>\n", esc(f));
     }

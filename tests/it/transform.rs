@@ -84,6 +84,15 @@ fn transform_smoke_passes_and_aborted_inputs_come_again() {
         // Plain input entries: every probe that got an answer was refused.
         assert!(consumer["probes_refused"].as_u64().unwrap() >= 1, "{consumer}");
         assert_eq!(consumer["probes_accepted"], 0, "{consumer}");
+        // The ACK latency over every attempt whose ACKs were all acknowledged, and the
+        // commit latency in producer.json (both were missing for a transform).
+        let lat = &consumer["ack_latency"];
+        assert!(lat["attempts"].as_u64().unwrap() >= 190, "{consumer}");
+        assert!(lat["median_ms"].as_u64().unwrap() <= lat["max_ms"].as_u64().unwrap());
+        let pj: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(rd.join("producer.json")).unwrap())
+                .unwrap();
+        assert!(pj["commit_latency_avg_ms"].as_f64().unwrap() > 0.0, "{pj}");
 
         let s = write(
             &dir,

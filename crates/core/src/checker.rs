@@ -25,7 +25,7 @@ mod tally;
 mod test_support;
 mod verdict;
 
-pub use consumer::{ConsumerEvidence, ConsumerSummary, PartitionBacklog, ProbeRecord};
+pub use consumer::{AckLatency, ConsumerEvidence, ConsumerSummary, PartitionBacklog, ProbeRecord};
 pub use findings::{CheckerError, DupSpan, Findings, Span, Unexpected, LIST_CAP};
 pub use message::{parse_number, MsgId};
 pub use model::{

@@ -74,8 +74,48 @@ pub struct ConsumerSummary {
     /// Every probe (few per run).
     pub probe_records: Vec<ProbeRecord>,
     pub backlog: Vec<PartitionBacklog>,
+    /// How long an attempt's ACKs took: from its `sends_acked` (the ACKs go out right after)
+    /// to its `inputs_acked` (every ACK answered), over the attempts whose every ACK was
+    /// acknowledged. `None`: no such attempt.
+    pub ack_latency: Option<AckLatency>,
     /// The violations this section found (empty: none).
     pub findings: Vec<String>,
+    /// `sends_acked` times of attempts whose ACKs are not answered yet (while counting).
+    #[serde(skip)]
+    acks_pending: std::collections::BTreeMap<u64, u64>,
+    /// One sample (ms) per attempt whose ACKs were all acknowledged (while counting).
+    #[serde(skip)]
+    ack_samples: Vec<u64>,
+}
+
+/// The ACK latency of a transform run, in milliseconds of the history's clock.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AckLatency {
+    /// Attempts measured.
+    pub attempts: u64,
+    pub median_ms: u64,
+    pub p99_ms: u64,
+    pub max_ms: u64,
+}
+
+impl AckLatency {
+    /// Nearest-rank percentiles of the samples; `None` when there are none.
+    pub fn of(samples: &mut [u64]) -> Option<AckLatency> {
+        if samples.is_empty() {
+            return None;
+        }
+        samples.sort_unstable();
+        let rank = |q: f64| {
+            let i = ((q * samples.len() as f64).ceil() as usize).clamp(1, samples.len());
+            samples[i - 1]
+        };
+        Some(AckLatency {
+            attempts: samples.len() as u64,
+            median_ms: rank(0.5),
+            p99_ms: rank(0.99),
+            max_ms: samples[samples.len() - 1],
+        })
+    }
 }
 
 impl ConsumerSummary {
@@ -95,7 +135,19 @@ impl ConsumerSummary {
                 self.redeliveries += 1;
                 self.inputs_handed_back += inputs.iter().map(|(a, b)| b - a).sum::<u64>();
             }
-            EventBody::InputsAcked { answer, .. } if answer != "acked" => self.acks_failed += 1,
+            EventBody::SendsAcked { attempt, .. } => {
+                self.acks_pending.insert(*attempt, t_ms);
+            }
+            EventBody::InputsAcked {
+                attempt, answer, ..
+            } => {
+                let sent = self.acks_pending.remove(attempt);
+                if answer != "acked" {
+                    self.acks_failed += 1;
+                } else if let Some(sent) = sent {
+                    self.ack_samples.push(t_ms.saturating_sub(sent));
+                }
+            }
             EventBody::ConflictProbe {
                 attempt,
                 probe,
@@ -137,6 +189,8 @@ impl ConsumerSummary {
         reasons: &mut Vec<String>,
         notes: &mut Vec<String>,
     ) -> bool {
+        self.ack_latency = AckLatency::of(&mut std::mem::take(&mut self.ack_samples));
+        self.acks_pending.clear();
         for p in self
             .probe_records
             .iter()

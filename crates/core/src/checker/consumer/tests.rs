@@ -189,3 +189,59 @@ fn a_producer_run_has_no_consumer_section() {
     let v = grade(&all(), h, &Context::default());
     assert!(v.consumer.is_none());
 }
+
+/// ACK latency: `sends_acked` to `inputs_acked`, only over attempts whose ACKs were all
+/// acknowledged (a refused ACK is counted as failed, not timed).
+#[test]
+fn ack_latency_is_measured_from_the_sends_to_the_acks_answered() {
+    let acked = |t: u64, attempt: u64, answer: &str| {
+        ev(
+            t,
+            EventBody::InputsAcked {
+                attempt,
+                txn: T1,
+                messages: 10,
+                answer: answer.into(),
+                detail: String::new(),
+            },
+        )
+    };
+    let sends = |t: u64, attempt: u64| {
+        ev(
+            t,
+            EventBody::SendsAcked {
+                attempt,
+                messages: 10,
+            },
+        )
+    };
+    let h = transform_history(
+        vec![
+            sends(2, 1),
+            acked(3, 1, "acked"),
+            sends(2, 2),
+            acked(4, 2, "refused"),
+            sends(3, 3),
+            acked(4, 3, "acked"),
+        ],
+        true,
+    );
+    let v = grade(&all(), h, &backlog(Some(0)));
+    let c = v.consumer.expect("a consumer section");
+    assert_eq!(c.acks_failed, 1);
+    assert_eq!(
+        c.ack_latency,
+        Some(AckLatency {
+            attempts: 2,
+            median_ms: 1,
+            p99_ms: 1,
+            max_ms: 1
+        })
+    );
+    assert_eq!(AckLatency::of(&mut []), None);
+    let l = AckLatency::of(&mut (1..=100).rev().collect::<Vec<u64>>()).unwrap();
+    assert_eq!(
+        (l.attempts, l.median_ms, l.p99_ms, l.max_ms),
+        (100, 50, 99, 100)
+    );
+}
