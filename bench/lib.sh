@@ -87,6 +87,22 @@ replace_if_gone() {
   return 0
 }
 
+# `pulsar-chaos run` of $1/scenario.yaml on the cluster; on success PRODUCER_JSON names the
+# run's producer.json. $2 says which run it was in a failure message.
+run_scenario() {
+  local dir=$1 what=$2
+  if ! run_child "$PULSAR_CHAOS" run "$dir/scenario.yaml" --service-url "$SERVICE_URL" \
+      --admin-url "$ADMIN_URL" --progress none --out "$dir/runs" >"$dir/stdout" 2>"$dir/stderr"; then
+    log "A failed ($what):"; tail -5 "$dir/stderr" >&2; cat "$dir/stdout" >&2
+    return 1
+  fi
+  PRODUCER_JSON=$(ls "$dir"/runs/*/producer.json 2>/dev/null | head -1)
+  [ -n "$PRODUCER_JSON" ] || { log "A: no producer.json in $dir/runs"; return 1; }
+}
+
+# A number or boolean of a pretty-printed JSON file ($1) by its key ($2).
+json_value() { sed -n "s/.*\"$2\": *\([0-9a-z.eE+-]*\).*/\1/p" "$1"; }
+
 # Run a command in the background and wait for it, so a signal reaches the trap at once.
 run_child() {
   "$@" &

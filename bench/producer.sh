@@ -160,20 +160,13 @@ ${COMMITS_IN_FLIGHT:+$([ "$txns" = true ] && echo "  commits_in_flight: $COMMITS
   deadline: 4h
 faults: []
 EOF
-  if ! run_child "$PULSAR_CHAOS" run "$dir/scenario.yaml" --service-url "$SERVICE_URL" \
-      --admin-url "$ADMIN_URL" --progress none --out "$dir/runs" >"$dir/stdout" 2>"$dir/stderr"; then
-    log "A failed (txn_size $t, repeat $rep):"; tail -5 "$dir/stderr" >&2; cat "$dir/stdout" >&2
-    return 1
-  fi
-  local pj
-  pj=$(ls "$dir"/runs/*/producer.json 2>/dev/null | head -1)
-  [ -n "$pj" ] || { log "A: no producer.json in $dir/runs"; return 1; }
-  local rate secs committed complete lat
-  rate=$(sed -n 's/.*"messages_per_s": *\([0-9.eE+-]*\).*/\1/p' "$pj")
-  secs=$(sed -n 's/.*"elapsed_s": *\([0-9.eE+-]*\).*/\1/p' "$pj")
-  committed=$(sed -n 's/.*"messages_committed": *\([0-9]*\).*/\1/p' "$pj")
-  complete=$(sed -n 's/.*"complete": *\([a-z]*\).*/\1/p' "$pj")
-  lat=$(sed -n 's/.*"commit_latency_avg_ms": *\([0-9.eE+-]*\).*/\1/p' "$pj")
+  run_scenario "$dir" "txn_size $t, repeat $rep" || return 1
+  local pj=$PRODUCER_JSON rate secs committed complete lat
+  rate=$(json_value "$pj" messages_per_s)
+  secs=$(json_value "$pj" elapsed_s)
+  committed=$(json_value "$pj" messages_committed)
+  complete=$(json_value "$pj" complete)
+  lat=$(json_value "$pj" commit_latency_avg_ms)
   if [ "$complete" != true ] || [ "$committed" != "$n" ]; then
     log "A: incomplete ($committed of $n committed)"; return 1
   fi

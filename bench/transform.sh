@@ -80,17 +80,9 @@ workload:
   deadline: 1h
 faults: []
 EOF
-  if ! run_child "$PULSAR_CHAOS" run "$dir/scenario.yaml" --service-url "$SERVICE_URL" \
-      --admin-url "$ADMIN_URL" --progress none --out "$dir/runs" >"$dir/stdout" 2>"$dir/stderr"; then
-    log "A failed (txn_size $t, repeat $rep):"; tail -5 "$dir/stderr" >&2; cat "$dir/stdout" >&2
-    return 1
-  fi
-  local pj rate secs
-  pj=$(ls "$dir"/runs/*/producer.json 2>/dev/null | head -1)
-  [ -n "$pj" ] || { log "A: no producer.json in $dir/runs"; return 1; }
-  rate=$(sed -n 's/.*"messages_per_s": *\([0-9.eE+-]*\).*/\1/p' "$pj")
-  secs=$(sed -n 's/.*"elapsed_s": *\([0-9.eE+-]*\).*/\1/p' "$pj")
-  RESULT="$rate $secs commit_latency_avg_ms=$(sed -n 's/.*"commit_latency_avg_ms": *\([0-9.eE+-]*\).*/\1/p' "$pj")"
+  run_scenario "$dir" "txn_size $t, repeat $rep" || return 1
+  local pj=$PRODUCER_JSON
+  RESULT="$(json_value "$pj" messages_per_s) $(json_value "$pj" elapsed_s) commit_latency_avg_ms=$(json_value "$pj" commit_latency_avg_ms)"
 }
 
 # Fill $1 with $2 plain messages (not timed).

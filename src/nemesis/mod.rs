@@ -168,16 +168,8 @@ impl Nemesis {
         partitions: u32,
     ) -> Nemesis {
         Nemesis {
-            cluster: None,
             exec: Some(platform),
-            run_id: run_id.to_string(),
-            admin,
-            tools_image: String::new(),
-            topic,
-            partitions,
-            next_change: AtomicU64::new(1),
-            reply_loss: None,
-            consumer_restarts: None,
+            ..Nemesis::without_nodes(admin, run_id, topic, partitions)
         }
     }
 

@@ -20,18 +20,7 @@ faults:
 ";
 
 fn located(text: &str) -> (usize, usize, String) {
-    match parse("t.yaml", text) {
-        Err(ScenarioError::Invalid {
-            line,
-            column,
-            message,
-            file,
-        }) => {
-            assert_eq!(file, "t.yaml");
-            (line, column, message)
-        }
-        other => panic!("expected a located error, got {other:?}"),
-    }
+    super::tests::located_in("t.yaml", text)
 }
 
 #[test]

@@ -18,14 +18,20 @@ faults: []
 ";
 
 fn error_of(text: &str) -> (usize, usize, String) {
-    match parse("s.yaml", text) {
+    located_in("s.yaml", text)
+}
+
+/// The line, column and message of `text`'s error, parsed as file `file` (whose name the
+/// error must carry). Shared by the scenario's test modules.
+pub(super) fn located_in(file: &str, text: &str) -> (usize, usize, String) {
+    match parse(file, text) {
         Err(ScenarioError::Invalid {
             line,
             column,
             message,
-            file,
+            file: named,
         }) => {
-            assert_eq!(file, "s.yaml");
+            assert_eq!(named, file);
             (line, column, message)
         }
         other => panic!("expected a located error, got {other:?}"),

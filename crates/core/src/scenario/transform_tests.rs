@@ -15,15 +15,7 @@ workload:
 ";
 
 fn located(text: &str) -> (usize, usize, String) {
-    match parse("t.yaml", text) {
-        Err(ScenarioError::Invalid {
-            line,
-            column,
-            message,
-            ..
-        }) => (line, column, message),
-        other => panic!("expected a located error, got {other:?}"),
-    }
+    super::tests::located_in("t.yaml", text)
 }
 
 #[test]
