@@ -105,6 +105,16 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// A commit answered `committed` after `elapsed` from its first request. Not counted when
+    /// an ambiguity came first (the answer is then a resolution, not a round trip).
+    pub fn commit_answered(&self, elapsed: Duration, after_ambiguity: bool) {
+        if !after_ambiguity {
+            self.commit_latency_us
+                .fetch_add(elapsed.as_micros() as u64, Ordering::Relaxed);
+            self.commit_latency_n.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     pub fn snapshot(&self) -> StatsSnapshot {
         StatsSnapshot {
             attempts: self.attempts.load(Ordering::Relaxed),

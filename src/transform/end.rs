@@ -138,14 +138,7 @@ impl Transformer {
                     self.stats
                         .messages_committed
                         .fetch_add(batch.len() as u64, Ordering::Relaxed);
-                    if !after_ambiguity {
-                        // As the producer's: first commit request to its answer, not timed
-                        // once an ambiguity made it a resolution.
-                        self.stats
-                            .commit_latency_us
-                            .fetch_add(first.elapsed().as_micros() as u64, Ordering::Relaxed);
-                        self.stats.commit_latency_n.fetch_add(1, Ordering::Relaxed);
-                    }
+                    self.stats.commit_answered(first.elapsed(), after_ambiguity);
                     self.history.record(EventBody::commit_answer(
                         attempt,
                         txn,

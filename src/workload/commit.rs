@@ -106,12 +106,7 @@ impl Producer {
                     evidence,
                     after_ambiguity,
                 } => {
-                    if !after_ambiguity {
-                        self.stats
-                            .commit_latency_us
-                            .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
-                        self.stats.commit_latency_n.fetch_add(1, Ordering::Relaxed);
-                    }
+                    self.stats.commit_answered(t.elapsed(), after_ambiguity);
                     self.record_committed(attempt, txn, try_no, n, evidence, after_ambiguity)
                         .await?;
                     return Ok(End::Done);
