@@ -49,9 +49,6 @@ impl Error {
             Error::Scenario(_) | Error::Adapter(_) | Error::Usage(_) => exit::BAD_INPUT,
             Error::Interrupted => exit::INTERRUPTED,
             Error::Checker(_) => exit::CHECKER_FAULT,
-            Error::Transform(crate::transform::TransformError::ResumeUnsupported) => {
-                exit::BAD_INPUT
-            }
             _ => exit::INFRASTRUCTURE,
         }
     }

@@ -153,9 +153,6 @@ pub async fn resume(
     let dir = RunDir::open(run_dir)?;
     let info: RunInfo = dir.read_json("run.json")?;
     let scenario = crate::scenario::load(&dir.file("scenario.yaml"))?;
-    if scenario.workload.transform.is_some() {
-        return Err(crate::transform::TransformError::ResumeUnsupported.into());
-    }
     let plan = plan::make(&scenario, info.seed);
     let cluster = env::reattach(&info).await?;
     let _guard = RunGuard::with_keep(&info.run_id, info.kept_cluster);

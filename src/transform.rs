@@ -22,6 +22,7 @@ mod end;
 mod fill;
 mod probe;
 pub mod restart;
+mod resume;
 mod worker;
 
 use std::collections::BTreeSet;
@@ -34,13 +35,14 @@ use tokio::time::Instant;
 
 use crate::admin::Admin;
 use crate::history::{EventBody, History};
+use crate::journal::Journal;
 use crate::scenario::{SubscriptionType, TransformFunction};
 use crate::txn::coordinator::Coordinators;
 use crate::txn::producer::PartitionProducer;
 use crate::txn::{partition_names, Client, TxnError};
 use crate::workload::{Report, Stats};
 
-pub use fill::fill_input;
+pub use fill::{fill_input, fill_or_resume, INPUT_FILLED};
 pub use probe::{subscription_backlog, wait_backlog_zero};
 
 /// Why a transform run could not start or go on.
@@ -52,10 +54,10 @@ pub enum TransformError {
     Fill { topic: String, detail: String },
     #[error("the admin API failed: {0}")]
     Admin(#[from] crate::admin::AdminError),
-    /// `run --resume` of a transform run: its state is the subscription's, which the journal
-    /// does not record.
-    #[error("--resume does not continue a transform run (kind: transform): its progress is the input subscription's state, which the journal does not record; run the scenario again")]
-    ResumeUnsupported,
+    #[error("the journal failed: {0}")]
+    Journal(#[from] crate::journal::JournalError),
+    #[error("the history failed: {0}")]
+    History(#[from] crate::history::HistoryError),
 }
 
 /// What the transform is to do.
@@ -130,6 +132,9 @@ pub struct Transformer {
     /// The messages of those inputs: a copy that comes again (a redelivery asked while it was
     /// on its way) is dropped, not processed again.
     done: Mutex<std::collections::HashSet<worker::Key>>,
+    /// In-flight transactions (#19780), as the producer's: an attempt is journaled before its
+    /// first SEND and cleared once its outcome is definitive; `run --resume` settles the rest.
+    journal: Journal,
     /// Workers holding inputs (from the first received to the end of their transaction).
     busy: AtomicU64,
     /// Bumped on every input received: the idle check's generation.
@@ -148,6 +153,8 @@ impl Transformer {
         service_url: &str,
         admin: Admin,
         history: History,
+        journal: Journal,
+        first_attempt: u64,
     ) -> Result<Transformer, TransformError> {
         let client = Client::with_dial(
             service_url,
@@ -179,12 +186,13 @@ impl Transformer {
             admin,
             stats: Arc::new(Stats::default()),
             counts: Arc::new(Counts::default()),
-            next_attempt: AtomicU64::new(1),
+            next_attempt: AtomicU64::new(first_attempt),
             stopped: Mutex::new(None),
             over: std::sync::atomic::AtomicBool::new(false),
             changed: Notify::new(),
             committed: Mutex::new(BTreeSet::new()),
             done: Mutex::new(std::collections::HashSet::new()),
+            journal,
             busy: AtomicU64::new(0),
             activity: AtomicU64::new(0),
             nudge: AtomicU64::new(0),
@@ -196,6 +204,11 @@ impl Transformer {
 
     pub fn stats(&self) -> Arc<Stats> {
         self.stats.clone()
+    }
+
+    /// The journal's syncs, records and compactions so far.
+    pub fn journal_counters(&self) -> crate::journal::Counters {
+        self.journal.counters()
     }
 
     /// Where `consumer_restart` faults ask for a consumer to close.

@@ -9,7 +9,8 @@ use std::time::Duration;
 use crate::admin::Admin;
 use crate::checker::ConsumerEvidence;
 use crate::error::{Error, Result};
-use crate::history::History;
+use crate::history::{EventBody, History};
+use crate::journal::Journal;
 use crate::scenario::transform::{input_topic, SUBSCRIPTION};
 use crate::transform::{self, Transformer};
 use crate::workload::{self, Producer, Stats};
@@ -53,7 +54,7 @@ impl Driver {
     pub(super) fn journal_counters(&self) -> crate::journal::Counters {
         match self {
             Driver::Produce(p) => p.journal_counters(),
-            Driver::Transform(_) => crate::journal::Counters::default(),
+            Driver::Transform(t) => t.journal_counters(),
         }
     }
 
@@ -78,29 +79,38 @@ impl Driver {
     }
 }
 
+/// What a transform run starts from.
+pub(super) struct TransformStart<'a> {
+    pub(super) scenario: &'a crate::scenario::Scenario,
+    pub(super) dir: &'a Path,
+    pub(super) topic: &'a str,
+    pub(super) run_id: &'a str,
+    pub(super) service_url: &'a str,
+    pub(super) admin: &'a Admin,
+    pub(super) history: &'a History,
+    pub(super) history_path: &'a Path,
+    pub(super) dial: Option<workload::Dialer>,
+    pub(super) journal: Journal,
+    pub(super) first_attempt: u64,
+    /// `run --resume`: the fill is kept if it was checked, and what the interrupted run left
+    /// in flight is settled (`Transformer::resume`).
+    pub(super) resuming: bool,
+}
+
 /// A transform run: fill `<topic>-in` (no fault is active yet), then connect the transform.
-#[allow(clippy::too_many_arguments)]
-pub(super) async fn start_transform(
-    scenario: &crate::scenario::Scenario,
-    dir: &Path,
-    topic: &str,
-    run_id: &str,
-    service_url: &str,
-    admin: &Admin,
-    history: &History,
-    dial: Option<workload::Dialer>,
-) -> Result<Driver> {
-    let w = &scenario.workload;
+pub(super) async fn start_transform(s: TransformStart<'_>) -> Result<Driver> {
+    let w = &s.scenario.workload;
     let t = w
         .transform
         .expect("start_transform is called for a transform workload");
-    let input = input_topic(topic);
-    let name = format!("pc-{run_id}");
-    transform::fill_input(w, &input, service_url, admin, dir, &name)
-        .await
-        .map_err(|e| Error::Pulsar(e.to_string()))?;
+    let input = input_topic(s.topic);
+    let name = format!("pc-{}", s.run_id);
+    let filled =
+        transform::fill_or_resume(w, &input, s.service_url, s.admin, s.dir, &name, s.resuming)
+            .await?;
+    s.history.record(EventBody::Note { message: filled });
     let cfg = transform::Config {
-        topic: topic.to_string(),
+        topic: s.topic.to_string(),
         input,
         partitions: w.partitions,
         messages: w.messages,
@@ -115,11 +125,23 @@ pub(super) async fn start_transform(
         op_timeout: w.op_timeout,
         deadline: w.deadline,
         name,
-        dial,
+        dial: s.dial,
     };
-    let t = Transformer::connect(cfg, service_url, admin.clone(), history.clone())
-        .await
-        .map_err(|e| Error::Pulsar(format!("cannot start the transform: {e}")))?;
+    let t = Transformer::connect(
+        cfg,
+        s.service_url,
+        s.admin.clone(),
+        s.history.clone(),
+        s.journal,
+        s.first_attempt,
+    )
+    .await
+    .map_err(|e| Error::Pulsar(format!("cannot start the transform: {e}")))?;
+    if s.resuming {
+        t.resume(s.history_path)
+            .await
+            .map_err(|e| Error::Pulsar(format!("cannot resume: {e}")))?;
+    }
     Ok(Driver::Transform(Arc::new(t)))
 }
 

@@ -27,7 +27,7 @@ use crate::scenario::Workload;
 use crate::stall::StallWatch;
 use crate::workload::{self, Producer, Stats};
 
-use super::driver::{consumer_evidence, start_transform, Driver};
+use super::driver::{consumer_evidence, start_transform, Driver, TransformStart};
 use super::env::Env;
 use super::logs::{quote_broker_log, save_logs, stall_logs, StallLogs};
 use super::resume::{next_attempt, remaining_plan};
@@ -60,21 +60,21 @@ pub(super) async fn execute(
         None => Driver::Produce(
             connect_producer(cfg, env, &admin, journal, &history, first_attempt, resuming).await?,
         ),
-        Some(_) if resuming => {
-            return Err(crate::transform::TransformError::ResumeUnsupported.into())
-        }
         Some(_) => {
-            let dial = cfg.dial.clone();
-            start_transform(
-                &req.scenario,
-                &dir.path,
-                &info.topic,
-                &info.run_id,
-                &env.service_url,
-                &admin,
-                &history,
-                dial,
-            )
+            start_transform(TransformStart {
+                scenario: &req.scenario,
+                dir: &dir.path,
+                topic: &info.topic,
+                run_id: &info.run_id,
+                service_url: &env.service_url,
+                admin: &admin,
+                history: &history,
+                history_path: &history_path,
+                dial: cfg.dial.clone(),
+                journal,
+                first_attempt,
+                resuming,
+            })
             .await?
         }
     };

@@ -34,7 +34,10 @@ impl Transformer {
             detail: format!("{reason}; no commit was sent, so it cannot commit"),
         });
         match self.tcs.end_txn(txn, TxnAction::Abort).await {
-            Ok(()) => true,
+            Ok(()) => {
+                self.journal_final(attempt);
+                true
+            }
             Err(e) => {
                 self.history.record(EventBody::Note {
                     message: format!("the abort of attempt {attempt} {txn} was not confirmed ({e}); the coordinator's timeout ends it"),
@@ -42,6 +45,16 @@ impl Transformer {
                 false
             }
         }
+    }
+
+    /// The attempt's outcome is definitive: its journal entry is cleared. Not awaited: a clear
+    /// lost to a crash leaves an entry whose transaction a resume asks about again, and the
+    /// history's definitive outcome for it is kept (`resume`).
+    pub(super) fn journal_final(&self, attempt: u64) {
+        drop(
+            self.journal
+                .submit(vec![crate::journal::Record::Final { attempt }]),
+        );
     }
 
     /// Hand the batch's inputs back to the subscription: REDELIVER_UNACKNOWLEDGED_MESSAGES for
@@ -147,6 +160,7 @@ impl Transformer {
                         evidence,
                         after_ambiguity,
                     ));
+                    self.journal_final(attempt);
                     let mut committed = self.committed.lock().expect("lock");
                     let mut done = self.done.lock().expect("lock");
                     for i in batch {
@@ -170,6 +184,7 @@ impl Transformer {
                         evidence.clone(),
                         after_ambiguity,
                     ));
+                    self.journal_final(attempt);
                     // Aborted by the coordinator: the broker hands back the acks itself.
                     let all: Vec<usize> = (0..batch.len()).collect();
                     self.redeliver(

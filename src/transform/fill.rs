@@ -4,6 +4,11 @@
 //! its own so the run's history holds only the transform's attempts. The input is then read
 //! back and checked like an output: exactly `[0, N)` once, or the run does not start (a
 //! duplicated input would make a duplicated output that is nobody's fault but the fill's).
+//!
+//! A checked input is marked by `input.json` in the run directory. A resumed run whose fill was
+//! interrupted before that (no fault has started yet, no consumer subscribed) deletes the input
+//! topic and fills it again from the start; the interrupted fill's history is kept as
+//! `history-in.interrupted.jsonl`.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -17,6 +22,58 @@ use crate::scenario::{ResendPolicy, Workload};
 use crate::workload::{Config as ProducerConfig, Producer};
 
 use super::TransformError;
+
+/// The run directory's mark of an input filled and checked.
+pub const INPUT_FILLED: &str = "input.json";
+
+/// Fill and check the input, unless a resumed run finds it done (`input.json`); a fill the
+/// interruption cut short is thrown away first (topic, journal, history). Returns what was
+/// done, for the run's history.
+pub async fn fill_or_resume(
+    w: &Workload,
+    input: &str,
+    service_url: &str,
+    admin: &Admin,
+    dir: &Path,
+    name: &str,
+    resuming: bool,
+) -> Result<String, TransformError> {
+    let mark = dir.join(INPUT_FILLED);
+    if resuming && mark.exists() {
+        return Ok(format!(
+            "resuming: the input {input} was filled and checked before the interruption"
+        ));
+    }
+    let mut said = String::new();
+    if resuming {
+        let fail = |detail: String| TransformError::Fill {
+            topic: input.to_string(),
+            detail,
+        };
+        admin.delete_topic(input, w.partitions > 1).await?;
+        let journal = dir.join("journal-in");
+        if journal.exists() {
+            std::fs::remove_dir_all(&journal)
+                .map_err(|e| fail(format!("removing {}: {e}", journal.display())))?;
+        }
+        let history = dir.join("history-in.jsonl");
+        if history.exists() {
+            std::fs::rename(&history, dir.join("history-in.interrupted.jsonl"))
+                .map_err(|e| fail(format!("moving {} aside: {e}", history.display())))?;
+        }
+        said = format!("resuming: the fill of {input} was interrupted; the topic was deleted and is filled again from 0. ");
+    }
+    fill_input(w, input, service_url, admin, dir, name).await?;
+    let marked = serde_json::json!({ "topic": input, "messages": w.messages });
+    std::fs::write(&mark, format!("{marked}\n")).map_err(|e| TransformError::Fill {
+        topic: input.to_string(),
+        detail: format!("writing {}: {e}", mark.display()),
+    })?;
+    Ok(format!(
+        "{said}input {input}: [0, {}) filled and checked",
+        w.messages
+    ))
+}
 
 /// Fill `input` with `[0, N)` (`partitions` as the workload's), then read it back and check it.
 pub async fn fill_input(

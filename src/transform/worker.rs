@@ -9,6 +9,7 @@ use pulsar::message::proto::MessageIdData;
 use tokio::time::Instant;
 
 use crate::history::{EventBody, Ranges, TxnId};
+use crate::journal::Record;
 use crate::scenario::transform::SUBSCRIPTION;
 use crate::scenario::SubscriptionType;
 use crate::txn::consumer::{
@@ -289,10 +290,22 @@ impl Transformer {
             .keys()
             .map(|p| (self.input_partitions[*p].clone(), SUBSCRIPTION.to_string()))
             .collect();
-        self.tcs
-            .add_subscriptions(txn, &subs, op_deadline)
-            .await
-            .map_err(|e| (format!("ADD_SUBSCRIPTION_TO_TXN failed: {e}"), Vec::new()))?;
+        // The attempt is journaled (synced) before anything of it is sent, while the
+        // subscription is registered.
+        let entry = crate::journal::Entry {
+            attempt,
+            txn,
+            numbers: ranges(outputs),
+            resend_of: None,
+        };
+        let journaled = self.journal.submit(vec![Record::Opened(entry)]).synced();
+        let registered = self.tcs.add_subscriptions(txn, &subs, op_deadline);
+        let (journaled, registered) = tokio::join!(journaled, registered);
+        if let Err(e) = journaled {
+            self.stop(&format!("the journal failed: {e}"));
+            return Err((format!("the journal failed: {e}"), Vec::new()));
+        }
+        registered.map_err(|e| (format!("ADD_SUBSCRIPTION_TO_TXN failed: {e}"), Vec::new()))?;
         let mut by_output: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
         for n in outputs {
             by_output

@@ -360,6 +360,34 @@ impl Coordinators {
         Ok(())
     }
 
+    /// END_TXN ABORT of a transaction an interrupted run left in flight, asked again (with
+    /// backoff) while it goes unanswered or is refused as retryable, for up to `patience`; then
+    /// what the last answer says the transaction became (`classify_leftover_abort`: committed
+    /// or aborted only on the coordinator's own words, else `None`). Err only when the client
+    /// cannot go on at all (`TxnError::Fatal`).
+    pub async fn abort_leftover(
+        &self,
+        txn: TxnId,
+        patience: Duration,
+    ) -> Result<(Option<crate::history::Outcome>, String), TxnError> {
+        let deadline = tokio::time::Instant::now() + patience;
+        let mut backoff =
+            crate::backoff::Backoff::new(Duration::from_millis(250), Duration::from_secs(2));
+        loop {
+            let r = self.end_txn(txn, TxnAction::Abort).await;
+            if let Err(TxnError::Fatal(m)) = &r {
+                return Err(TxnError::Fatal(m.clone()));
+            }
+            let retry = matches!(&r, Err(e) if e.is_retryable());
+            if retry && tokio::time::Instant::now() < deadline {
+                tracing::info!("resume: abort of {txn} not answered ({r:?}); retrying");
+                backoff.wait().await;
+                continue;
+            }
+            return Ok(classify_leftover_abort(&r));
+        }
+    }
+
     /// Drop the coordinator's connection after errors that mean it moved or died.
     async fn check(
         &self,

@@ -4,13 +4,9 @@
 
 use std::time::Duration;
 
-use pulsar::message::proto::TxnAction;
-use tokio::time::Instant;
-
 use crate::history::{EventBody, Outcome};
 use crate::journal::Entry;
 use crate::scenario::ResendPolicy;
-use crate::txn::TxnError;
 
 use super::queue::count;
 use super::{Producer, WorkloadError};
@@ -119,39 +115,17 @@ impl Producer {
     }
 
     /// What a transaction left by a crashed run became: abort it now if it is still open.
-    /// Committed or aborted only on the coordinator's own words (`classify_leftover_abort`);
+    /// Committed or aborted only on the coordinator's own words (`Coordinators::abort_leftover`);
     /// anything else is unknown and left to the resend policy.
     async fn settle_leftover(&self, e: &Entry) -> Result<Option<Outcome>, WorkloadError> {
-        let deadline = Instant::now() + self.cfg.txn_timeout + Duration::from_secs(30);
-        loop {
-            let r = self.tcs.end_txn(e.txn, TxnAction::Abort).await;
-            if let Err(TxnError::Fatal(m)) = &r {
-                return Err(TxnError::Fatal(m.clone()).into());
-            }
-            let retry = matches!(
-                &r,
-                Err(TxnError::NotSent(_))
-                    | Err(TxnError::Timeout(_))
-                    | Err(TxnError::ConnectionLost(_))
-                    | Err(TxnError::Protocol(_))
-            ) || matches!(&r, Err(e) if e.is_retryable());
-            if retry && Instant::now() < deadline {
-                tracing::info!(
-                    "resume: abort of {} not answered ({:?}); retrying",
-                    e.txn,
-                    r
-                );
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                continue;
-            }
-            let (outcome, detail) = crate::txn::coordinator::classify_leftover_abort(&r);
-            self.history.record(EventBody::TxnOutcome {
-                attempt: e.attempt,
-                txn: e.txn,
-                outcome: outcome.unwrap_or(Outcome::Ambiguous),
-                detail: format!("after the interruption: {detail}"),
-            });
-            return Ok(outcome);
-        }
+        let patience = self.cfg.txn_timeout + Duration::from_secs(30);
+        let (outcome, detail) = self.tcs.abort_leftover(e.txn, patience).await?;
+        self.history.record(EventBody::TxnOutcome {
+            attempt: e.attempt,
+            txn: e.txn,
+            outcome: outcome.unwrap_or(Outcome::Ambiguous),
+            detail: format!("after the interruption: {detail}"),
+        });
+        Ok(outcome)
     }
 }

@@ -16,7 +16,7 @@ use pulsar_chaos::txn::{Client, TxnError};
 use crate::common::*;
 
 /// Removes a kept cluster when the test ends, passed or not.
-struct Down(String);
+pub(crate) struct Down(pub(crate) String);
 
 impl Drop for Down {
     fn drop(&mut self) {
@@ -25,8 +25,13 @@ impl Drop for Down {
 }
 
 /// The events of a history written so far (a line still being written is skipped).
-fn events(run_dir: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(run_dir.join("history.jsonl"))
+pub(crate) fn events(run_dir: &Path) -> Vec<serde_json::Value> {
+    events_in(run_dir, "history.jsonl")
+}
+
+/// The same for another history of the run directory (`history-in.jsonl`).
+pub(crate) fn events_in(run_dir: &Path, file: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(run_dir.join(file))
         .unwrap_or_default()
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
@@ -51,7 +56,7 @@ fn reached(phase: Phase, e: &serde_json::Value) -> bool {
     }
 }
 
-fn resume(run_dir: &Path, log: &Path) -> Child {
+pub(crate) fn resume(run_dir: &Path, log: &Path) -> Child {
     Command::new(BIN)
         .args([
             "run",
@@ -66,7 +71,7 @@ fn resume(run_dir: &Path, log: &Path) -> Child {
         .unwrap()
 }
 
-fn logs(dir: &Path) -> String {
+pub(crate) fn logs(dir: &Path) -> String {
     let mut out = String::new();
     for k in 0..20 {
         if let Ok(t) = std::fs::read_to_string(dir.join(format!("segment-{k}.log"))) {
@@ -78,7 +83,7 @@ fn logs(dir: &Path) -> String {
 
 /// The run directory under `dir`, once the run has written its run.json (by condition; the
 /// run must not exit first).
-fn wait_run_dir(dir: &Path, child: &mut Child) -> PathBuf {
+pub(crate) fn wait_run_dir(dir: &Path, child: &mut Child) -> PathBuf {
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         let found = std::fs::read_dir(dir)

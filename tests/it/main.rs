@@ -19,4 +19,5 @@ mod shrink;
 mod soak;
 mod stuck;
 mod transform;
+mod transform_resume;
 mod versions;
