@@ -18,6 +18,7 @@ use std::time::Duration;
 use crate::admin::Admin;
 use crate::history::History;
 use crate::journal::Journal;
+use crate::scenario::transform::SUBSCRIPTION;
 use crate::scenario::{ResendPolicy, Workload};
 use crate::workload::{Config as ProducerConfig, Producer};
 
@@ -50,6 +51,19 @@ pub async fn fill_or_resume(
             topic: input.to_string(),
             detail,
         };
+        // The transform's subscription is made only after the mark: if it is there, the mark
+        // was lost, and deleting the topic would throw away what the transform did.
+        match admin.subscriptions(input).await {
+            Ok(subs) if subs.iter().any(|s| s == SUBSCRIPTION) => {
+                return Err(fail(format!(
+                    "{} is missing but the subscription {SUBSCRIPTION} exists, so the transform had started; the input is not filled again (that would lose its progress): run the scenario afresh",
+                    mark.display()
+                )))
+            }
+            Ok(_) => {}
+            Err(e) if e.status() == Some(404) => {}
+            Err(e) => return Err(e.into()),
+        }
         admin.delete_topic(input, w.partitions > 1).await?;
         let journal = dir.join("journal-in");
         if journal.exists() {
@@ -64,8 +78,7 @@ pub async fn fill_or_resume(
         said = format!("resuming: the fill of {input} was interrupted; the topic was deleted and is filled again from 0. ");
     }
     fill_input(w, input, service_url, admin, dir, name).await?;
-    let marked = serde_json::json!({ "topic": input, "messages": w.messages });
-    std::fs::write(&mark, format!("{marked}\n")).map_err(|e| TransformError::Fill {
+    mark_filled(&mark, input, w.messages).map_err(|e| TransformError::Fill {
         topic: input.to_string(),
         detail: format!("writing {}: {e}", mark.display()),
     })?;
@@ -73,6 +86,23 @@ pub async fn fill_or_resume(
         "{said}input {input}: [0, {}) filled and checked",
         w.messages
     ))
+}
+
+/// Write the mark and sync it: a resume must never take a started transform's input for an
+/// unfinished fill.
+fn mark_filled(mark: &Path, input: &str, messages: u64) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::File::create(mark)?;
+    writeln!(
+        f,
+        "{}",
+        serde_json::json!({ "topic": input, "messages": messages })
+    )?;
+    f.sync_all()?;
+    if let Some(parent) = mark.parent() {
+        std::fs::File::open(parent)?.sync_all()?;
+    }
+    Ok(())
 }
 
 /// Fill `input` with `[0, N)` (`partitions` as the workload's), then read it back and check it.

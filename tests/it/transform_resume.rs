@@ -199,4 +199,18 @@ fn a_transform_killed_at_seeded_moments_resumes_to_a_pass() {
             );
         }
     });
+
+    // Without the fill's mark, a resume must not take the transform's input for an unfinished
+    // fill (deleting it would throw the transform's progress away): it refuses, and the input
+    // is still there.
+    std::fs::remove_file(run_dir.join("input.json")).unwrap();
+    let log = dir.join("segment-unmarked.log");
+    let status = resume(&run_dir, &log).wait().unwrap();
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert_ne!(status.code(), Some(0), "{said}");
+    assert!(said.contains("the transform had started"), "{said}");
+    rt().block_on(async {
+        let got = numbers(&independent_readback(service_url, &input_topic(topic)).await);
+        assert_eq!(got.len() as u64, N, "the input after the refused resume");
+    });
 }
