@@ -132,7 +132,9 @@ pub struct RunArgs {
     /// official image of that version, else the local one: `image build --pulsar-version`).
     #[arg(long)]
     pub pulsar_version: Option<String>,
-    /// Continue an interrupted run from its directory: resend what its journals hold.
+    /// Continue an interrupted run from its directory: settle the transactions its journal and
+    /// history left in flight, then go on (a producer resends what they held; a transform's
+    /// inputs come back from the subscription).
     #[arg(long, conflicts_with_all = ["scenario", "seed"])]
     pub resume: Option<PathBuf>,
     /// Stream history events as JSON lines on stdout.
