@@ -4,6 +4,14 @@
 //! `f(n)` for each input to the checked topic, acknowledge the inputs in the same transaction
 //! and commit.
 //!
+//! The commit is the only step a worker does not wait for: once every SEND has its receipt and
+//! every ACK its answer, it hands the attempt to a task of its own (END_TXN, the outcome's
+//! bookkeeping, the hand-back of the inputs) and gathers the next batch, with up to
+//! `COMMITS_IN_FLIGHT` (4) commits under way per worker, as the producer does. The commit task
+//! hands inputs back through the consumer that held them (a handle, `ConsumerHandle`); when
+//! that consumer is gone meanwhile it asks nothing, since the broker took back what it held.
+//! A worker leaves only after its commit tasks have ended, before it closes its consumers.
+//!
 //! What becomes of an attempt that does not commit: a failed NEW_TXN, registration, SEND or
 //! ACK (or `abort_every`) aborts it (END_TXN ABORT, awaited) and hands its inputs back to the
 //! subscription (REDELIVER_UNACKNOWLEDGED_MESSAGES), so they are processed again. A commit
@@ -14,9 +22,11 @@
 //! subscription's backlog is 0.
 //!
 //! The run is complete when every input's commit was confirmed, or, after an unknown outcome,
-//! when no worker holds an input and the subscription's backlog is 0 on every partition (asked
-//! over the admin API). The parts: `fill` (the input topic), `worker` (a worker's loop and one
-//! transaction), `end` (abort, hand-back, commit), `probe` (the conflict probe and the backlog).
+//! when no batch is in hand (gathered, in its transaction, or in its commit task) and the
+//! subscription's backlog is 0 on every partition (asked over the admin API). The parts:
+//! `fill` (the input topic), `worker` (a worker's loop, one transaction up to its commit, the
+//! hand-off), `end` (abort, hand-back, the commit task), `probe` (the conflict probe and the
+//! backlog).
 
 mod end;
 mod fill;
@@ -135,7 +145,8 @@ pub struct Transformer {
     /// In-flight transactions (#19780), as the producer's: an attempt is journaled before its
     /// first SEND and cleared once its outcome is definitive; `run --resume` settles the rest.
     journal: Journal,
-    /// Workers holding inputs (from the first received to the end of their transaction).
+    /// Batches in hand, from a batch's first input received to the end of its transaction
+    /// (for one handed off, the end of its commit task, hand-back included).
     busy: AtomicU64,
     /// Bumped on every input received: the idle check's generation.
     activity: AtomicU64,
@@ -216,7 +227,8 @@ impl Transformer {
         self.restarts.clone()
     }
 
-    /// Stop early (a stall, a signal): workers finish the transaction in hand and leave.
+    /// Stop early (a stall, a signal): workers finish the transaction in hand, wait for their
+    /// commit tasks and leave.
     pub fn stop(&self, reason: &str) {
         let mut s = self.stopped.lock().expect("lock");
         if s.is_none() {
@@ -287,7 +299,8 @@ impl Transformer {
     }
 
     /// Until the run is complete (true) or over otherwise (false): every input confirmed
-    /// committed, or no worker holding anything and the backlog 0 on every partition.
+    /// committed, or no batch in hand (none gathered, none in a commit task) and the backlog 0
+    /// on every partition.
     async fn watch(&self, deadline: Instant) -> bool {
         let mut tick = tokio::time::interval(Duration::from_millis(250));
         let mut idle_since: Option<(Instant, u64)> = None;

@@ -1,6 +1,8 @@
-//! How an attempt of the transform ends when it does not simply commit: its abort (awaited,
-//! so the acks are released before the inputs are asked again), the hand-back of its inputs to
-//! the subscription, and the commit under the `retry-commit` policy (core `policy`).
+//! How an attempt of the transform ends: its abort when it never asked to commit (awaited, so
+//! the acks are released before the inputs are asked again), the hand-back of its inputs to
+//! the subscription, and the commit under the `retry-commit` policy (core `policy`), which
+//! runs in a task of its own (`Ready`, handed off by the worker) together with what follows
+//! it: the outcome's bookkeeping and the hand-back.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -12,9 +14,10 @@ use tokio::time::Instant;
 use crate::history::{EventBody, Outcome, TxnId};
 use crate::policy::{self, CommitState, Step};
 use crate::scenario::ResendPolicy;
+use crate::txn::consumer::ConsumerHandle;
 use crate::txn::coordinator::classify_commit;
 
-use super::worker::{key, ranges, Input, Worker};
+use super::worker::{key, ranges, Input};
 use super::Transformer;
 
 impl Transformer {
@@ -59,15 +62,18 @@ impl Transformer {
 
     /// Hand the batch's inputs back to the subscription: REDELIVER_UNACKNOWLEDGED_MESSAGES for
     /// all but `skip` (batch indexes whose acks an aborted transaction held: the broker hands
-    /// those back itself).
+    /// those back itself), each through `hands[p]`, the consumer of input partition `p` that
+    /// holds them. A consumer that is gone is not asked: what it held went back to the
+    /// subscription when the broker saw it gone. Returns the partitions whose consumer could
+    /// not be asked, and why (the worker drops those consumers and subscribes again).
     pub(super) fn redeliver(
         &self,
-        w: &mut Worker,
+        hands: &[Option<ConsumerHandle>],
         attempt: u64,
         batch: &[Input],
         skip: &[usize],
         reason: String,
-    ) {
+    ) -> Vec<(usize, String)> {
         let mut by_input: BTreeMap<usize, Vec<MessageIdData>> = BTreeMap::new();
         for (_, i) in batch.iter().enumerate().filter(|(k, _)| !skip.contains(k)) {
             by_input
@@ -75,10 +81,11 @@ impl Transformer {
                 .or_default()
                 .push(i.msg.id.clone());
         }
+        let mut failed = Vec::new();
         for (p, ids) in by_input {
-            if let Some(c) = w.consumers[p].as_ref() {
+            if let Some(c) = hands.get(p).and_then(Option::as_ref) {
                 if let Err(e) = c.redeliver_unacknowledged(&ids) {
-                    self.lost(w, p, &e.to_string());
+                    failed.push((p, e.to_string()));
                 }
             }
         }
@@ -92,25 +99,19 @@ impl Transformer {
             inputs: ranges(&inputs),
             reason,
         });
+        failed
     }
 
-    /// Commit under the retry-commit policy (core `policy`): confirmed, definitively not
-    /// committed (the inputs are handed back), or unknown (the inputs are handed back, and
-    /// the subscription decides).
-    pub(super) async fn commit(
-        &self,
-        w: &mut Worker,
-        attempt: u64,
-        txn: TxnId,
-        batch: &[Input],
-        deadline: Instant,
-    ) {
+    /// Commit a `Ready` attempt under the retry-commit policy (core `policy`): confirmed,
+    /// definitively not committed (the inputs are handed back), or unknown (the inputs are
+    /// handed back, and the subscription decides). Runs in the attempt's commit task.
+    pub(super) async fn commit(&self, ready: &Ready, deadline: Instant) {
+        let Ready { attempt, txn, .. } = *ready;
         let mut state = CommitState::default();
         let patience = self.cfg.txn_timeout + Duration::from_secs(30);
         let first = Instant::now();
         let mut backoff =
             crate::backoff::Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
-        let outputs: Vec<u64> = batch.iter().map(|i| self.cfg.function.apply(i.n)).collect();
         loop {
             let try_no = state.tries + 1;
             self.history.record(EventBody::CommitRequested {
@@ -142,84 +143,116 @@ impl Transformer {
                     ),
                 });
             }
-            match step {
-                Step::Committed {
-                    evidence,
-                    after_ambiguity,
-                } => {
-                    self.stats.committed.fetch_add(1, Ordering::Relaxed);
-                    self.stats
-                        .messages_committed
-                        .fetch_add(batch.len() as u64, Ordering::Relaxed);
-                    self.stats.commit_answered(first.elapsed(), after_ambiguity);
-                    self.history.record(EventBody::commit_answer(
-                        attempt,
-                        txn,
-                        Outcome::Committed,
-                        try_no,
-                        evidence,
-                        after_ambiguity,
-                    ));
-                    self.journal_final(attempt);
-                    let mut committed = self.committed.lock().expect("lock");
-                    let mut done = self.done.lock().expect("lock");
-                    for i in batch {
-                        done.insert(key(i.partition, &i.msg.id));
-                        committed.insert(i.n);
-                    }
-                    return;
-                }
-                Step::Resend {
-                    evidence,
-                    after_ambiguity,
-                } => {
-                    if !after_ambiguity {
-                        self.stats.aborted.fetch_add(1, Ordering::Relaxed);
-                    }
-                    self.history.record(EventBody::commit_answer(
-                        attempt,
-                        txn,
-                        Outcome::Aborted,
-                        try_no,
-                        evidence.clone(),
-                        after_ambiguity,
-                    ));
-                    self.journal_final(attempt);
-                    // Aborted by the coordinator: the broker hands back the acks itself.
-                    let all: Vec<usize> = (0..batch.len()).collect();
-                    self.redeliver(
-                        w,
-                        attempt,
-                        batch,
-                        &all,
-                        format!("the commit did not apply: {evidence}"),
-                    );
-                    return;
-                }
-                Step::RetryCommit => backoff.wait().await,
-                Step::Withhold { why } | Step::ResendAmbiguous { why } | Step::Verify { why } => {
-                    // Nothing is resent: the subscription decides (committed: the inputs are
-                    // acknowledged; aborted: they come again).
-                    self.stats.withheld.fetch_add(1, Ordering::Relaxed);
-                    self.history.record(EventBody::ResendWithheld {
-                        attempt,
-                        numbers: ranges(&outputs),
-                        reason: format!("{why}; the outputs are not resent: the inputs are handed back and the subscription decides (acknowledged if it committed, delivered again if not)"),
-                    });
-                    self.redeliver(
-                        w,
-                        attempt,
-                        batch,
-                        &[],
-                        "the commit's outcome is unknown".into(),
-                    );
-                    return;
-                }
-                Step::Fatal(m) => {
-                    self.stop(&m);
-                    return;
-                }
+            if let Step::RetryCommit = step {
+                backoff.wait().await;
+                continue;
             }
+            self.settle(ready, step, try_no, first.elapsed());
+            return;
         }
     }
+
+    /// What a final step of the commit makes of the attempt: its inputs confirmed, or handed
+    /// back (aborted: the broker hands back the acks itself; unknown: nothing is resent and
+    /// the subscription decides), or the run stopped.
+    fn settle(&self, ready: &Ready, step: Step, try_no: u32, took: Duration) {
+        let Ready {
+            attempt,
+            txn,
+            ref batch,
+            ref hands,
+        } = *ready;
+        match step {
+            Step::Committed {
+                evidence,
+                after_ambiguity,
+            } => {
+                self.stats.committed.fetch_add(1, Ordering::Relaxed);
+                self.stats
+                    .messages_committed
+                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                self.stats.commit_answered(took, after_ambiguity);
+                self.history.record(EventBody::commit_answer(
+                    attempt,
+                    txn,
+                    Outcome::Committed,
+                    try_no,
+                    evidence,
+                    after_ambiguity,
+                ));
+                self.journal_final(attempt);
+                let mut committed = self.committed.lock().expect("lock");
+                let mut done = self.done.lock().expect("lock");
+                for i in batch {
+                    done.insert(key(i.partition, &i.msg.id));
+                    committed.insert(i.n);
+                }
+            }
+            Step::Resend {
+                evidence,
+                after_ambiguity,
+            } => {
+                if !after_ambiguity {
+                    self.stats.aborted.fetch_add(1, Ordering::Relaxed);
+                }
+                self.history.record(EventBody::commit_answer(
+                    attempt,
+                    txn,
+                    Outcome::Aborted,
+                    try_no,
+                    evidence.clone(),
+                    after_ambiguity,
+                ));
+                self.journal_final(attempt);
+                let all: Vec<usize> = (0..batch.len()).collect();
+                let why = format!("the commit did not apply: {evidence}");
+                self.redeliver_from_task(hands, attempt, batch, &all, why);
+            }
+            Step::Withhold { why } | Step::ResendAmbiguous { why } | Step::Verify { why } => {
+                self.stats.withheld.fetch_add(1, Ordering::Relaxed);
+                let outputs: Vec<u64> =
+                    batch.iter().map(|i| self.cfg.function.apply(i.n)).collect();
+                self.history.record(EventBody::ResendWithheld {
+                    attempt,
+                    numbers: ranges(&outputs),
+                    reason: format!("{why}; the outputs are not resent: the inputs are handed back and the subscription decides (acknowledged if it committed, delivered again if not)"),
+                });
+                let why = "the commit's outcome is unknown".to_string();
+                self.redeliver_from_task(hands, attempt, batch, &[], why);
+            }
+            Step::Fatal(m) => self.stop(&m),
+            Step::RetryCommit => unreachable!("commit() asks again before it settles"),
+        }
+    }
+
+    /// `redeliver` from a commit task, which does not own the consumers: one that could not be
+    /// asked is gone or on a dead connection, and its worker finds that out at its next
+    /// receive (and subscribes again), so it is only logged here.
+    fn redeliver_from_task(
+        &self,
+        hands: &[Option<ConsumerHandle>],
+        attempt: u64,
+        batch: &[Input],
+        skip: &[usize],
+        reason: String,
+    ) {
+        for (p, e) in self.redeliver(hands, attempt, batch, skip, reason) {
+            tracing::debug!(
+                "hand-back of attempt {attempt} on {}: {e}",
+                self.input_partitions[p]
+            );
+        }
+    }
+}
+
+/// An attempt ready to commit: every SEND of its transaction has its receipt and every ACK of
+/// its inputs was answered in it (the restart point passed). The worker hands it to a commit
+/// task of its own and goes on gathering.
+pub(super) struct Ready {
+    pub(super) attempt: u64,
+    pub(super) txn: TxnId,
+    pub(super) batch: Vec<Input>,
+    /// The consumer of each input partition when the attempt was handed off (`None`: none
+    /// then), for the hand-back.
+    pub(super) hands: Vec<Option<ConsumerHandle>>,
 }

@@ -5,8 +5,8 @@
 //! all answered in its still-open transaction, before it asks END_TXN: it sends CLOSE_CONSUMER
 //! on each of its input partitions (awaiting the broker's answer), records `consumer_closed` in
 //! the history and answers the nemesis. Nothing more is decided for the attempt: its
-//! transaction is the client's, not the consumer's, so the worker asks to commit it as it
-//! would have, and what the coordinator answers decides (committed: its inputs are
+//! transaction is the client's, not the consumer's, so the worker hands it to its commit task
+//! as it would have, and what the coordinator answers decides (committed: its inputs are
 //! acknowledged; aborted: the broker hands them back; unknown: the subscription decides). The
 //! inputs the closed consumer held are the broker's to redeliver to another consumer; another
 //! transaction's ACK of an input this one holds must be refused (TransactionConflict) and

@@ -1,11 +1,16 @@
 //! A worker of the transform: its consumers (one per input partition), the inputs it gathers,
-//! and one transaction over them (see the module above for what becomes of each ending).
+//! and one transaction over them up to its commit, which it hands to a task of its own (up to
+//! `COMMITS_IN_FLIGHT` at once) before it gathers the next batch (see the module above for
+//! what becomes of each ending).
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use pulsar::message::proto::MessageIdData;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::history::{EventBody, Ranges, TxnId};
@@ -13,11 +18,18 @@ use crate::journal::Record;
 use crate::scenario::transform::SUBSCRIPTION;
 use crate::scenario::SubscriptionType;
 use crate::txn::consumer::{
-    classify_ack, AckAnswer, AckKind, ConsumerOptions, Received, SubType, TxnConsumer,
+    classify_ack, AckAnswer, AckKind, ConsumerHandle, ConsumerOptions, Received, SubType,
+    TxnConsumer,
 };
 use crate::txn::TxnError;
 
+use super::end::Ready;
 use super::Transformer;
+
+/// Commits a worker has under way at once, each in a task of its own (as the producer's
+/// default `commits_in_flight`): while they wait for END_TXN the worker gathers and processes
+/// the next batch. A fixed number, not a scenario key.
+const COMMITS_IN_FLIGHT: usize = crate::scenario::DEFAULT_COMMITS_IN_FLIGHT as usize;
 
 /// A message's place: input partition, ledger, entry, batch index (-1: not batched).
 pub(super) type Key = (usize, u64, u64, i32);
@@ -40,6 +52,19 @@ pub(super) struct Worker {
     pub(super) consumers: Vec<Option<TxnConsumer>>,
     next_partition: usize,
     nudge: u64,
+    /// Its commit tasks; each holds one of `slots` until it has finished.
+    commits: JoinSet<()>,
+    slots: Arc<Semaphore>,
+}
+
+impl Worker {
+    /// A handle on each input partition's consumer as it is now (for a hand-back).
+    pub(super) fn handles(&self) -> Vec<Option<ConsumerHandle>> {
+        self.consumers
+            .iter()
+            .map(|c| c.as_ref().map(TxnConsumer::handle))
+            .collect()
+    }
 }
 
 /// Sorted numbers as half-open ranges.
@@ -64,24 +89,65 @@ fn sub_type(t: SubscriptionType) -> SubType {
 }
 
 impl Transformer {
-    pub(super) async fn worker(self: std::sync::Arc<Self>, id: u32, deadline: Instant) {
+    /// Gather a batch, carry its transaction up to the commit, hand the commit to a task and
+    /// gather the next, until the run is over; then wait for the commit tasks before closing
+    /// the consumers (a hand-back of theirs may still need them).
+    pub(super) async fn worker(self: Arc<Self>, id: u32, deadline: Instant) {
         let mut w = Worker {
             id,
             consumers: (0..self.input_partitions.len()).map(|_| None).collect(),
             next_partition: 0,
             nudge: self.nudge.load(Ordering::SeqCst),
+            commits: JoinSet::new(),
+            slots: Arc::new(Semaphore::new(COMMITS_IN_FLIGHT)),
         };
         while !self.is_over() && Instant::now() < deadline {
             self.wait_reopened(&w).await;
+            while let Some(done) = w.commits.try_join_next() {
+                self.task_ended(done);
+            }
             let batch = self.gather(&mut w, deadline).await;
             if batch.is_empty() {
                 continue;
             }
-            self.transact(&mut w, batch, deadline).await;
-            self.busy.fetch_sub(1, Ordering::SeqCst);
+            match self.transact(&mut w, batch, deadline).await {
+                Some(ready) => self.hand_off(&mut w, ready, deadline).await,
+                None => {
+                    self.busy.fetch_sub(1, Ordering::SeqCst);
+                }
+            }
+        }
+        while let Some(done) = w.commits.join_next().await {
+            self.task_ended(done);
         }
         for c in w.consumers.into_iter().flatten() {
             let _ = c.close().await;
+        }
+    }
+
+    /// Commit `ready` in a task of its own once one of the worker's commit slots is free. The
+    /// batch counts busy until the task has finished (its hand-back included), so the
+    /// completion watch never sees a worker idle while one of its commits is under way.
+    async fn hand_off(self: &Arc<Self>, w: &mut Worker, ready: Ready, deadline: Instant) {
+        let slot = w
+            .slots
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the commit slots are never closed");
+        let me = Arc::clone(self);
+        w.commits.spawn(async move {
+            me.commit(&ready, deadline).await;
+            me.busy.fetch_sub(1, Ordering::SeqCst);
+            drop(slot);
+        });
+    }
+
+    /// A commit task has ended: a panic stops the run (its batch stays counted busy, so the
+    /// run cannot pass on it).
+    fn task_ended(&self, r: Result<(), tokio::task::JoinError>) {
+        if let Err(e) = r {
+            self.stop(&format!("a transform commit task panicked: {e}"));
         }
     }
 
@@ -212,8 +278,15 @@ impl Transformer {
         }
     }
 
-    /// One transaction over `batch` (the worker counts busy; the caller ends that).
-    async fn transact(&self, w: &mut Worker, batch: Vec<Input>, deadline: Instant) {
+    /// One transaction over `batch` up to its commit: `Ready` to be committed, or `None` when
+    /// it ended here (aborted, its inputs handed back). The batch counts busy; the caller ends
+    /// that (for a `Ready` one, its commit task).
+    async fn transact(
+        &self,
+        w: &mut Worker,
+        batch: Vec<Input>,
+        deadline: Instant,
+    ) -> Option<Ready> {
         let attempt = self.next_attempt.fetch_add(1, Ordering::Relaxed);
         let inputs: Vec<u64> = batch.iter().map(|i| i.n).collect();
         let outputs: Vec<u64> = inputs.iter().map(|n| self.cfg.function.apply(*n)).collect();
@@ -221,8 +294,8 @@ impl Transformer {
         let txn = match self.tcs.new_txn(self.cfg.txn_timeout, deadline).await {
             Ok(t) => t,
             Err(e) => {
-                self.redeliver(w, attempt, &batch, &[], format!("NEW_TXN failed: {e}"));
-                return;
+                self.hand_back(w, attempt, &batch, &[], format!("NEW_TXN failed: {e}"));
+                return None;
             }
         };
         self.history.record(EventBody::TxnOpened {
@@ -247,8 +320,8 @@ impl Transformer {
             // others are asked for (asking for all makes copies that conflict later).
             let confirmed = self.abort(attempt, txn, why.clone()).await;
             let skip = if confirmed { acked } else { Vec::new() };
-            self.redeliver(w, attempt, &batch, &skip, why);
-            return;
+            self.hand_back(w, attempt, &batch, &skip, why);
+            return None;
         }
         // A consumer_restart asked for this worker closes its consumers here.
         self.restart_point(w, attempt, txn, &batch).await;
@@ -260,11 +333,31 @@ impl Transformer {
                 } else {
                     Vec::new()
                 };
-                self.redeliver(w, attempt, &batch, &skip, why);
-                return;
+                self.hand_back(w, attempt, &batch, &skip, why);
+                return None;
             }
         }
-        self.commit(w, attempt, txn, &batch, deadline).await;
+        Some(Ready {
+            attempt,
+            txn,
+            batch,
+            hands: w.handles(),
+        })
+    }
+
+    /// `redeliver` by the worker itself, through its consumers as they are now; one that
+    /// could not be asked is dropped (the next use subscribes again), as after a failed ACK.
+    fn hand_back(
+        &self,
+        w: &mut Worker,
+        attempt: u64,
+        batch: &[Input],
+        skip: &[usize],
+        reason: String,
+    ) {
+        for (p, e) in self.redeliver(&w.handles(), attempt, batch, skip, reason) {
+            self.lost(w, p, &e);
+        }
     }
 
     /// Register the subscription's partitions and the output partitions, send the outputs,

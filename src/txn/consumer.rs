@@ -455,13 +455,16 @@ impl TxnConsumer {
     /// when `ids` is empty or on Exclusive and Failover (the broker ignores the ids there). No
     /// answer comes. Messages already queued here stay queued (a copy may come again).
     pub fn redeliver_unacknowledged(&self, ids: &[MessageIdData]) -> Result<(), TxnError> {
-        let mut c = base(Type::RedeliverUnacknowledgedMessages);
-        c.redeliver_unacknowledged_messages = Some(proto::CommandRedeliverUnacknowledgedMessages {
+        redeliver_frame(&self.conn, self.consumer_id, ids)
+    }
+
+    /// A handle on this consumer for a task that does not own it (the transform's commit
+    /// task hands inputs back while the worker goes on receiving).
+    pub fn handle(&self) -> ConsumerHandle {
+        ConsumerHandle {
+            conn: self.conn.clone(),
             consumer_id: self.consumer_id,
-            message_ids: ids.iter().map(entry_id).collect(),
-            ..Default::default()
-        });
-        self.conn.send_frame(c, None)
+        }
     }
 
     /// Close this consumer (its unacknowledged messages go back to the subscription) and
@@ -502,6 +505,45 @@ impl TxnConsumer {
         self.closed = Some("closed by the harness".into());
         r.map(|_| ())
     }
+}
+
+/// What a task that does not own a consumer may ask on its behalf: REDELIVER_UNACKNOWLEDGED_
+/// MESSAGES. It names the consumer as it was when the handle was taken: once that consumer is
+/// gone (closed by the harness or the broker, its connection dead), the handle refuses rather
+/// than ask for a consumer id the broker no longer knows. It does not keep the consumer
+/// subscribed. Cheap to clone.
+#[derive(Clone)]
+pub struct ConsumerHandle {
+    conn: Connection,
+    consumer_id: u64,
+}
+
+impl ConsumerHandle {
+    /// As `TxnConsumer::redeliver_unacknowledged`; `NotSent` when the consumer is gone.
+    pub fn redeliver_unacknowledged(&self, ids: &[MessageIdData]) -> Result<(), TxnError> {
+        if !self.conn.has_consumer(self.consumer_id) {
+            return Err(TxnError::NotSent(format!(
+                "consumer {} is gone (closed, or its connection died)",
+                self.consumer_id
+            )));
+        }
+        redeliver_frame(&self.conn, self.consumer_id, ids)
+    }
+}
+
+/// Send REDELIVER_UNACKNOWLEDGED_MESSAGES for `consumer_id` (`ids` as `Received::id`).
+fn redeliver_frame(
+    conn: &Connection,
+    consumer_id: u64,
+    ids: &[MessageIdData],
+) -> Result<(), TxnError> {
+    let mut c = base(Type::RedeliverUnacknowledgedMessages);
+    c.redeliver_unacknowledged_messages = Some(proto::CommandRedeliverUnacknowledgedMessages {
+        consumer_id,
+        message_ids: ids.iter().map(entry_id).collect(),
+        ..Default::default()
+    });
+    conn.send_frame(c, None)
 }
 
 /// Lookup, connect, SUBSCRIBE; the connection, consumer id and event channel.
