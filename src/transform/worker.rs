@@ -360,9 +360,49 @@ impl Transformer {
         }
     }
 
-    /// Register the subscription's partitions and the output partitions, send the outputs,
-    /// acknowledge the inputs, all in `txn`; probe a conflict now and then. Err: why the
-    /// attempt must be aborted.
+    /// Journal the attempt (synced) and register in `txn` the subscription on its input
+    /// partitions and its output partitions, the three at once; nothing of the attempt is sent
+    /// before all three are done. Err: why the attempt must be aborted (a journal that fails
+    /// also stops the run).
+    async fn register(
+        &self,
+        attempt: u64,
+        txn: TxnId,
+        inputs: &BTreeSet<usize>,
+        output_parts: &[usize],
+        outputs: &[u64],
+        op_deadline: Instant,
+    ) -> Result<(), String> {
+        let subs: Vec<(String, String)> = inputs
+            .iter()
+            .map(|p| (self.input_partitions[*p].clone(), SUBSCRIPTION.to_string()))
+            .collect();
+        let names: Vec<String> = output_parts
+            .iter()
+            .map(|q| self.output_partitions[*q].clone())
+            .collect();
+        let entry = crate::journal::Entry {
+            attempt,
+            txn,
+            numbers: ranges(outputs),
+            resend_of: None,
+        };
+        let (journaled, subscribed, added) = tokio::join!(
+            self.journal.submit(vec![Record::Opened(entry)]).synced(),
+            self.tcs.add_subscriptions(txn, &subs, op_deadline),
+            self.tcs.add_partitions(txn, &names, op_deadline),
+        );
+        if let Err(e) = journaled {
+            self.stop(&format!("the journal failed: {e}"));
+            return Err(format!("the journal failed: {e}"));
+        }
+        subscribed.map_err(|e| format!("ADD_SUBSCRIPTION_TO_TXN failed: {e}"))?;
+        added.map_err(|e| format!("ADD_PARTITION_TO_TXN failed: {e}"))?;
+        Ok(())
+    }
+
+    /// Register (`register`), send the outputs and acknowledge the inputs, all in `txn`; probe
+    /// a conflict now and then. Err: why the attempt must be aborted.
     async fn send_and_ack(
         &self,
         w: &mut Worker,
@@ -372,33 +412,6 @@ impl Transformer {
         outputs: &[u64],
         op_deadline: Instant,
     ) -> Result<(), (String, Vec<usize>)> {
-        let mut by_input: BTreeMap<usize, Vec<MessageIdData>> = BTreeMap::new();
-        for i in batch {
-            by_input
-                .entry(i.partition)
-                .or_default()
-                .push(i.msg.id.clone());
-        }
-        let subs: Vec<(String, String)> = by_input
-            .keys()
-            .map(|p| (self.input_partitions[*p].clone(), SUBSCRIPTION.to_string()))
-            .collect();
-        // The attempt is journaled (synced) before anything of it is sent, while the
-        // subscription is registered.
-        let entry = crate::journal::Entry {
-            attempt,
-            txn,
-            numbers: ranges(outputs),
-            resend_of: None,
-        };
-        let journaled = self.journal.submit(vec![Record::Opened(entry)]).synced();
-        let registered = self.tcs.add_subscriptions(txn, &subs, op_deadline);
-        let (journaled, registered) = tokio::join!(journaled, registered);
-        if let Err(e) = journaled {
-            self.stop(&format!("the journal failed: {e}"));
-            return Err((format!("the journal failed: {e}"), Vec::new()));
-        }
-        registered.map_err(|e| (format!("ADD_SUBSCRIPTION_TO_TXN failed: {e}"), Vec::new()))?;
         let mut by_output: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
         for n in outputs {
             by_output
@@ -406,14 +419,11 @@ impl Transformer {
                 .or_default()
                 .push(*n);
         }
-        let names: Vec<String> = by_output
-            .keys()
-            .map(|q| self.output_partitions[*q].clone())
-            .collect();
-        self.tcs
-            .add_partitions(txn, &names, op_deadline)
+        let inputs: BTreeSet<usize> = batch.iter().map(|i| i.partition).collect();
+        let output_parts: Vec<usize> = by_output.keys().copied().collect();
+        self.register(attempt, txn, &inputs, &output_parts, outputs, op_deadline)
             .await
-            .map_err(|e| (format!("ADD_PARTITION_TO_TXN failed: {e}"), Vec::new()))?;
+            .map_err(|why| (why, Vec::new()))?;
         let batch_size = self.cfg.batch_size.max(1) as usize;
         let sends = by_output.iter().flat_map(|(q, numbers)| {
             numbers.chunks(batch_size).map(move |group| {
