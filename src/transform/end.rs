@@ -17,7 +17,7 @@ use crate::scenario::ResendPolicy;
 use crate::txn::consumer::ConsumerHandle;
 use crate::txn::coordinator::classify_commit;
 
-use super::worker::{key, ranges, Input};
+use super::worker::{key, ranges, Input, Ready};
 use super::Transformer;
 
 impl Transformer {
@@ -243,16 +243,4 @@ impl Transformer {
             );
         }
     }
-}
-
-/// An attempt ready to commit: every SEND of its transaction has its receipt and every ACK of
-/// its inputs was answered in it (the restart point passed). The worker hands it to a commit
-/// task of its own and goes on gathering.
-pub(super) struct Ready {
-    pub(super) attempt: u64,
-    pub(super) txn: TxnId,
-    pub(super) batch: Vec<Input>,
-    /// The consumer of each input partition when the attempt was handed off (`None`: none
-    /// then), for the hand-back.
-    pub(super) hands: Vec<Option<ConsumerHandle>>,
 }

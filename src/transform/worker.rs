@@ -23,7 +23,6 @@ use crate::txn::consumer::{
 };
 use crate::txn::TxnError;
 
-use super::end::Ready;
 use super::Transformer;
 
 /// Commits a worker has under way at once, each in a task of its own (as the producer's
@@ -65,6 +64,18 @@ impl Worker {
             .map(|c| c.as_ref().map(TxnConsumer::handle))
             .collect()
     }
+}
+
+/// An attempt ready to commit: every SEND of its transaction has its receipt and every ACK of
+/// its inputs was answered in it (the restart point passed). The worker hands it to a commit
+/// task of its own and goes on gathering.
+pub(super) struct Ready {
+    pub(super) attempt: u64,
+    pub(super) txn: TxnId,
+    pub(super) batch: Vec<Input>,
+    /// The consumer of each input partition when the attempt was handed off (`None`: none
+    /// then), for the hand-back.
+    pub(super) hands: Vec<Option<ConsumerHandle>>,
 }
 
 /// Sorted numbers as half-open ranges.
