@@ -49,7 +49,7 @@ use crate::journal::Journal;
 use crate::scenario::{SubscriptionType, TransformFunction};
 use crate::txn::coordinator::Coordinators;
 use crate::txn::producer::PartitionProducer;
-use crate::txn::{partition_names, Client, TxnError};
+use crate::txn::{partition_names, Client, Producers, TxnError};
 use crate::workload::{Report, Stats};
 
 pub use fill::{fill_input, fill_or_resume, INPUT_FILLED};
@@ -167,26 +167,21 @@ impl Transformer {
         journal: Journal,
         first_attempt: u64,
     ) -> Result<Transformer, TransformError> {
-        let client = Client::with_dial(
+        let Producers {
+            client,
+            tcs,
+            topics: output_partitions,
+            producers,
+        } = Producers::connect(
             service_url,
             cfg.op_timeout,
             cfg.dial.as_ref().map(|d| d.0.clone()),
-        );
-        let deadline = Instant::now() + cfg.op_timeout.max(Duration::from_secs(30)) * 2;
-        let tcs =
-            crate::txn::with_retry(deadline, || Coordinators::discover(client.clone())).await?;
-        let output_partitions = partition_names(&cfg.topic, cfg.partitions);
-        let mut producers = Vec::new();
-        for (i, t) in output_partitions.iter().enumerate() {
-            let p = Arc::new(PartitionProducer::new(
-                client.clone(),
-                t,
-                &format!("{}-out-p{i}", cfg.name),
-                true,
-            ));
-            crate::txn::with_retry(deadline, || p.ready()).await?;
-            producers.push(p);
-        }
+            &cfg.topic,
+            cfg.partitions,
+            &format!("{}-out", cfg.name),
+            true,
+        )
+        .await?;
         Ok(Transformer {
             input_partitions: partition_names(&cfg.input, cfg.partitions),
             client,
@@ -266,7 +261,6 @@ impl Transformer {
                 self.stop(&format!("a transform task panicked: {e}"));
             }
         }
-        let snapshot = self.stats.snapshot();
         let stopped = self.stopped.lock().expect("lock").clone();
         let complete = complete && stopped.is_none();
         let detail = match (&stopped, complete) {
@@ -281,21 +275,13 @@ impl Transformer {
                 self.cfg.messages
             ),
         };
-        self.history.record(EventBody::ProducerFinished {
-            committed: snapshot.committed,
-            aborted: snapshot.aborted,
-            ambiguous: snapshot.ambiguous,
-            messages_committed: snapshot.messages_committed,
-            complete,
-            detail: detail.clone(),
-        });
-        self.history.flush();
-        Report {
-            stats: snapshot,
+        Report::finish(
+            &self.history,
+            &self.stats,
             complete,
             detail,
-            elapsed: started.elapsed(),
-        }
+            started.elapsed(),
+        )
     }
 
     /// Until the run is complete (true) or over otherwise (false): every input confirmed

@@ -24,7 +24,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
-use tokio::time::Instant;
 
 use crate::admin::Admin;
 use crate::history::History;
@@ -32,7 +31,7 @@ use crate::journal::{Journal, JournalError};
 use crate::scenario::ResendPolicy;
 use crate::txn::coordinator::Coordinators;
 use crate::txn::producer::PartitionProducer;
-use crate::txn::{partition_names, Client, TxnError};
+use crate::txn::{Client, Producers, TxnError};
 
 pub use queue::take_chunk;
 pub use send::payload;
@@ -160,6 +159,35 @@ pub struct Report {
     pub elapsed: Duration,
 }
 
+impl Report {
+    /// The end of a run's workload (the producer's or the transform's): `producer_finished`
+    /// recorded with the counts of `stats` and the history flushed, then the report.
+    pub fn finish(
+        history: &History,
+        stats: &Stats,
+        complete: bool,
+        detail: String,
+        elapsed: Duration,
+    ) -> Report {
+        let snapshot = stats.snapshot();
+        history.record(crate::history::EventBody::ProducerFinished {
+            committed: snapshot.committed,
+            aborted: snapshot.aborted,
+            ambiguous: snapshot.ambiguous,
+            messages_committed: snapshot.messages_committed,
+            complete,
+            detail: detail.clone(),
+        });
+        history.flush();
+        Report {
+            stats: snapshot,
+            complete,
+            detail,
+            elapsed,
+        }
+    }
+}
+
 /// Without transactions: how many chunks a worker may have sent and not yet seen acknowledged
 /// (the sliding window that replaces stop-and-wait per chunk).
 pub const UNACKED_CHUNKS: usize = 4;
@@ -201,26 +229,21 @@ impl Producer {
         history: History,
         first_attempt: u64,
     ) -> Result<Producer, WorkloadError> {
-        let client = Client::with_dial(
+        let Producers {
+            client,
+            tcs,
+            topics: partition_topics,
+            producers,
+        } = Producers::connect(
             service_url,
             cfg.op_timeout,
             cfg.dial.as_ref().map(|d| d.0.clone()),
-        );
-        let deadline = Instant::now() + cfg.op_timeout.max(Duration::from_secs(30)) * 2;
-        let tcs =
-            crate::txn::with_retry(deadline, || Coordinators::discover(client.clone())).await?;
-        let partition_topics = partition_names(&cfg.topic, cfg.partitions);
-        let mut producers = Vec::new();
-        for (i, t) in partition_topics.iter().enumerate() {
-            let p = Arc::new(PartitionProducer::new(
-                client.clone(),
-                t,
-                &format!("{}-p{i}", cfg.name),
-                cfg.transactions,
-            ));
-            crate::txn::with_retry(deadline, || p.ready()).await?;
-            producers.push(p);
-        }
+            &cfg.topic,
+            cfg.partitions,
+            &cfg.name,
+            cfg.transactions,
+        )
+        .await?;
         let rate = cfg.rate.map(|r| RateLimit {
             every: Duration::from_secs_f64(1.0 / f64::from(r)),
             next: Mutex::new(std::time::Instant::now()),

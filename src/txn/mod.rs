@@ -269,6 +269,56 @@ where
     }
 }
 
+/// What the producer and the transform each start from: a client, its transaction
+/// coordinators, and one producer per partition of the topic they write, each ready.
+pub struct Producers {
+    pub client: Arc<Client>,
+    pub tcs: coordinator::Coordinators,
+    /// The partitions' topic names (`partition_names`).
+    pub topics: Vec<String>,
+    pub producers: Vec<Arc<producer::PartitionProducer>>,
+}
+
+impl Producers {
+    /// Connect to `service_url` (through `dial` when given), discover the coordinators and
+    /// make producer `<name>-p<i>` ready on partition i of `topic`, each retried until twice
+    /// `op_timeout` (at least 30 s) has passed.
+    pub async fn connect(
+        service_url: &str,
+        op_timeout: Duration,
+        dial: Option<Arc<dyn Dial>>,
+        topic: &str,
+        partitions: u32,
+        name: &str,
+        transactional: bool,
+    ) -> Result<Producers, TxnError> {
+        let client = Client::with_dial(service_url, op_timeout, dial);
+        let deadline = tokio::time::Instant::now() + op_timeout.max(Duration::from_secs(30)) * 2;
+        let tcs = with_retry(deadline, || {
+            coordinator::Coordinators::discover(client.clone())
+        })
+        .await?;
+        let topics = partition_names(topic, partitions);
+        let mut producers = Vec::new();
+        for (i, t) in topics.iter().enumerate() {
+            let p = Arc::new(producer::PartitionProducer::new(
+                client.clone(),
+                t,
+                &format!("{name}-p{i}"),
+                transactional,
+            ));
+            with_retry(deadline, || p.ready()).await?;
+            producers.push(p);
+        }
+        Ok(Producers {
+            client,
+            tcs,
+            topics,
+            producers,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -65,7 +65,6 @@ impl Producer {
             }
         }
         let q = self.queue.lock().expect("lock");
-        let snapshot = self.stats.snapshot();
         let complete = q.fatal.is_none()
             && q.cursor >= self.cfg.messages
             && q.resend.is_empty()
@@ -81,21 +80,13 @@ impl Producer {
             ),
         };
         drop(q);
-        self.history.record(EventBody::ProducerFinished {
-            committed: snapshot.committed,
-            aborted: snapshot.aborted,
-            ambiguous: snapshot.ambiguous,
-            messages_committed: snapshot.messages_committed,
-            complete,
-            detail: detail.clone(),
-        });
-        self.history.flush();
-        Report {
-            stats: snapshot,
+        Report::finish(
+            &self.history,
+            &self.stats,
             complete,
             detail,
-            elapsed: started.elapsed(),
-        }
+            started.elapsed(),
+        )
     }
 
     async fn worker(self: Arc<Self>, deadline: Instant) {
