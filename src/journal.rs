@@ -291,6 +291,23 @@ impl Journal {
         Ok(read(&self.inner.dir)?.last_attempt)
     }
 
+    /// What a resumed run goes on from: `load`, refused unless `resumable`; damage it may go on
+    /// after (a torn last record) is logged and noted in the run's history.
+    pub fn load_to_resume(
+        &self,
+        history: &crate::history::History,
+    ) -> Result<Loaded, JournalError> {
+        let loaded = self.load()?;
+        loaded.resumable()?;
+        if let Some(damage) = &loaded.damage {
+            tracing::warn!("resuming: {damage}");
+            history.record(crate::history::EventBody::Note {
+                message: format!("resuming: {damage}"),
+            });
+        }
+        Ok(loaded)
+    }
+
     /// What opening the journal found and cut off.
     pub fn recovered(&self) -> Option<&Damage> {
         self.inner.recovered.as_ref()

@@ -153,14 +153,7 @@ impl Transformer {
     /// Continue from an interrupted run: the inputs it saw committed count as confirmed, and
     /// each transaction it left in flight is settled on the coordinator's words.
     pub async fn resume(&self, history_path: &Path) -> Result<(), TransformError> {
-        let loaded = self.journal.load()?;
-        loaded.resumable()?;
-        if let Some(damage) = &loaded.damage {
-            tracing::warn!("resuming: {damage}");
-            self.history.record(EventBody::Note {
-                message: format!("resuming: {damage}"),
-            });
-        }
+        let loaded = self.journal.load_to_resume(&self.history)?;
         let past = Past::from_events(history::read(history_path)?);
         let committed = past.committed_inputs();
         let leftovers = past.leftovers(&loaded.entries);

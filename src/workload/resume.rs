@@ -15,14 +15,7 @@ impl Producer {
     /// Continue from a journal left by an interrupted run: settle what its in-flight attempts
     /// did, queue their numbers again where needed, and start fresh numbers at the cursor.
     pub async fn resume(&self) -> Result<(), WorkloadError> {
-        let loaded = self.journal.load()?;
-        loaded.resumable()?;
-        if let Some(damage) = &loaded.damage {
-            tracing::warn!("resuming: {damage}");
-            self.history.record(EventBody::Note {
-                message: format!("resuming: {damage}"),
-            });
-        }
+        let loaded = self.journal.load_to_resume(&self.history)?;
         let (cursor, entries) = (loaded.cursor, loaded.entries);
         let next = crate::journal::next_number(cursor, &entries);
         self.history.record(EventBody::Note {

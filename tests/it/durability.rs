@@ -71,6 +71,18 @@ pub(crate) fn resume(run_dir: &Path, log: &Path) -> Child {
         .unwrap()
 }
 
+/// SIGKILL the harness and wait for it; the attempts its journal holds in flight.
+pub(crate) fn kill_now(child: &mut Child, run_dir: &Path) -> usize {
+    let _ = rustix::process::kill_process(
+        rustix::process::Pid::from_child(child),
+        rustix::process::Signal::KILL,
+    );
+    let _ = child.wait();
+    pulsar_chaos::journal::read(&run_dir.join("journal"))
+        .map(|l| l.entries.len())
+        .unwrap_or(0)
+}
+
 pub(crate) fn logs(dir: &Path) -> String {
     let mut out = String::new();
     for k in 0..20 {
@@ -179,14 +191,7 @@ fn kill_and_resume(name: &str, seed: u64, kills: usize, faults: &str) {
         // The moment itself is seeded: up to 400 ms after the phase showed.
         let delay = rng.below(400);
         std::thread::sleep(Duration::from_millis(delay));
-        let _ = rustix::process::kill_process(
-            rustix::process::Pid::from_child(&child),
-            rustix::process::Signal::KILL,
-        );
-        let _ = child.wait();
-        let in_flight = pulsar_chaos::journal::read(&run_dir.join("journal"))
-            .map(|l| l.entries.len())
-            .unwrap_or(0);
+        let in_flight = kill_now(&mut child, &run_dir);
         done.push(format!("{landed:?}+{delay}ms ({in_flight} in the journal)"));
         child = resume(&run_dir, &dir.join(format!("segment-{}.log", k + 1)));
     }

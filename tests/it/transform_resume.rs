@@ -14,7 +14,7 @@ use pulsar_chaos::scenario::transform::{input_topic, SUBSCRIPTION};
 use pulsar_chaos::seed::Rng;
 
 use crate::common::*;
-use crate::durability::{events, events_in, logs, resume, wait_run_dir, Down};
+use crate::durability::{events, events_in, kill_now, logs, resume, wait_run_dir, Down};
 
 const N: u64 = 20_000;
 
@@ -119,14 +119,7 @@ fn a_transform_killed_at_seeded_moments_resumes_to_a_pass() {
         // The moment itself is seeded: up to 300 ms after it showed.
         let delay = rng.below(300);
         std::thread::sleep(Duration::from_millis(delay));
-        let _ = rustix::process::kill_process(
-            rustix::process::Pid::from_child(&child),
-            rustix::process::Signal::KILL,
-        );
-        let _ = child.wait();
-        let in_flight = pulsar_chaos::journal::read(&run_dir.join("journal"))
-            .map(|l| l.entries.len())
-            .unwrap_or(0);
+        let in_flight = kill_now(&mut child, &run_dir);
         let filled = run_dir.join("input.json").exists();
         done.push(format!(
             "{moment:?}+{delay}ms ({in_flight} in the journal, input filled: {filled})"
