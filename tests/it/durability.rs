@@ -71,6 +71,33 @@ pub(crate) fn resume(run_dir: &Path, log: &Path) -> Child {
         .unwrap()
 }
 
+/// Poll `found` every 20 ms until it gives a value, for up to 300 s; fails (with the logs under
+/// `dir`) when the time runs out or the run `child` exits first.
+pub(crate) fn wait_for_moment<T>(
+    dir: &Path,
+    child: &mut Child,
+    what: &str,
+    mut found: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        if let Some(v) = found() {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} never came: {}",
+            logs(dir)
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before {what} (make the workload longer): {}",
+            logs(dir)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// SIGKILL the harness and wait for it; the attempts its journal holds in flight.
 pub(crate) fn kill_now(child: &mut Child, run_dir: &Path) -> usize {
     let _ = rustix::process::kill_process(
@@ -167,27 +194,13 @@ fn kill_and_resume(name: &str, seed: u64, kills: usize, faults: &str) {
         // A resumed run resends only what the kill left in flight; when nothing was, the
         // kill lands on its sends instead.
         let give_up_on_resend = Instant::now() + Duration::from_secs(30);
-        let deadline = Instant::now() + Duration::from_secs(300);
-        let landed = loop {
+        let landed = wait_for_moment(&dir, &mut child, &format!("kill {k}: {phase:?}"), || {
             let ev = events(&run_dir);
-            if let Some(p) = [phase, Phase::Sending].into_iter().find(|p| {
+            [phase, Phase::Sending].into_iter().find(|p| {
                 (*p == phase || Instant::now() > give_up_on_resend)
                     && ev.iter().skip(from).any(|e| reached(*p, e))
-            }) {
-                break p;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "kill {k}: {phase:?} never came: {}",
-                logs(&dir)
-            );
-            assert!(
-                child.try_wait().unwrap().is_none(),
-                "kill {k}: the run ended before it (make the workload longer): {}",
-                logs(&dir)
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
+            })
+        });
         // The moment itself is seeded: up to 400 ms after the phase showed.
         let delay = rng.below(400);
         std::thread::sleep(Duration::from_millis(delay));

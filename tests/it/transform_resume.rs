@@ -14,7 +14,9 @@ use pulsar_chaos::scenario::transform::{input_topic, SUBSCRIPTION};
 use pulsar_chaos::seed::Rng;
 
 use crate::common::*;
-use crate::durability::{events, events_in, kill_now, logs, resume, wait_run_dir, Down};
+use crate::durability::{
+    events, events_in, kill_now, logs, resume, wait_for_moment, wait_run_dir, Down,
+};
 
 const N: u64 = 20_000;
 
@@ -102,20 +104,9 @@ fn a_transform_killed_at_seeded_moments_resumes_to_a_pass() {
     let mut done = Vec::new();
     for (k, moment) in plan.iter().enumerate() {
         let from = events(&run_dir).len();
-        let deadline = Instant::now() + Duration::from_secs(300);
-        while !reached(*moment, &run_dir, from) {
-            assert!(
-                Instant::now() < deadline,
-                "kill {k}: {moment:?} never came: {}",
-                logs(&dir)
-            );
-            assert!(
-                child.try_wait().unwrap().is_none(),
-                "kill {k}: the run ended before {moment:?} (make the workload longer): {}",
-                logs(&dir)
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_for_moment(&dir, &mut child, &format!("kill {k}: {moment:?}"), || {
+            reached(*moment, &run_dir, from).then_some(())
+        });
         // The moment itself is seeded: up to 300 ms after it showed.
         let delay = rng.below(300);
         std::thread::sleep(Duration::from_millis(delay));
