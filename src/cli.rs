@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// arrived.
 ///
 /// Exit codes: 0 pass, 1 violation, 2 bad input, 3 infrastructure failure, 4 inconclusive,
+/// 5 recheck differs, 6 checker fault, 7 stuck, 8 mismatch (verify without a history),
 /// 130 interrupted.
 #[derive(Debug, Parser)]
 #[command(name = "pulsar-chaos", version, about, long_about)]

@@ -105,6 +105,17 @@ pub fn judge(until: Until, probe: &Probe) -> Result<(), String> {
         None => "not reported".to_string(),
     };
     let state = b.state.as_deref().unwrap_or("state not reported");
+    // A buffer that has not finished recovering reports maxReadPosition = the last entry
+    // written and ongoingTxnSize 0 without having replayed its transactions yet: neither is
+    // evidence until it says it is Ready (or Unused / NoSnapshot: recovered, and no
+    // transaction ever written to the partition).
+    if !buffer_recovered(b.state.as_deref()) {
+        return Err(format!(
+            "buffer {state}: not recovered yet, so its ongoingTxnSize {} and maxReadPosition {} are not evidence",
+            b.open.map_or("?".to_string(), |n| n.to_string()),
+            pos(b.max_read)
+        ));
+    }
     match until {
         Until::NothingOpen => match b.open {
             Some(0) => Ok(()),
@@ -131,6 +142,13 @@ pub fn judge(until: Until, probe: &Probe) -> Result<(), String> {
             )),
         },
     }
+}
+
+/// Whether a transaction buffer's `state` says it has recovered: `Ready`, or `Unused` (4.x) /
+/// `NoSnapshot` (older releases): recovery found no transaction on the partition. `Initializing`
+/// (still replaying), `None`, `Close`, an unknown word or no state at all are not.
+pub fn buffer_recovered(state: Option<&str>) -> bool {
+    matches!(state, Some("Ready" | "Unused" | "NoSnapshot"))
 }
 
 async fn probe(admin: &Admin, topic: &str) -> Probe {
@@ -209,12 +227,61 @@ pub async fn wait_settled(
     wait_readable(admin, &targets, max).await
 }
 
+/// What a read-back is checked against besides [0, count): the partitions the run wrote (from
+/// the scenario or the history's `run_started`), and the admin API to cross-check a partition
+/// the reader found empty. A read of another shape is reported incomplete, never judged.
+#[derive(Clone, Copy, Default)]
+pub struct Shape<'a> {
+    pub partitions: Option<u32>,
+    pub admin: Option<&'a Admin>,
+}
+
+/// Why the topic's partitions are not those the run wrote (`expected` as in a scenario: 0 or 1
+/// means a plain topic). Pure.
+pub fn shape_mismatch(expected: u32, parts: &[(String, i32)]) -> Option<String> {
+    let plain = expected <= 1;
+    let ok = if plain {
+        parts.len() == 1 && parts[0].1 == -1
+    } else {
+        parts.len() == expected as usize
+    };
+    (!ok).then(|| {
+        format!(
+            "the topic has {} partition(s){}, but the run wrote {}: a read of another shape is not judged",
+            parts.len(),
+            if parts.len() == 1 && parts[0].1 == -1 { " (not partitioned)" } else { "" },
+            if plain { "a topic that is not partitioned".to_string() } else { format!("{expected} partitions") }
+        )
+    })
+}
+
+/// Whether the admin API shows entries on a partition the reader was told is empty: then the
+/// empty answer (an open transaction from the first entry gives one) is not evidence.
+async fn empty_answer_contradicted(admin: &Admin, partition: &str) -> Option<String> {
+    match admin.ledger_state(partition).await {
+        Ok(l) => {
+            let entries: u64 =
+                l.ledgers.iter().map(|(_, n)| n).sum::<u64>() + l.current.map_or(0, |c| c.1);
+            (entries > 0).then(|| {
+                format!(
+                    "{partition}: GET_LAST_MESSAGE_ID answered an empty partition, but internalStats shows {entries} entr(ies) (lastConfirmedEntry {}); the read is not evidence of a loss",
+                    l.last_confirmed.map_or("?".to_string(), |(a, b)| format!("{a}:{b}"))
+                )
+            })
+        }
+        Err(e) => Some(format!(
+            "{partition}: GET_LAST_MESSAGE_ID answered an empty partition and internalStats could not confirm it ({e})"
+        )),
+    }
+}
+
 /// Read the whole topic and check it holds exactly [0, count).
 pub async fn read_back(
     service_url: &str,
     topic: &str,
     count: u64,
     idle_timeout: Duration,
+    shape: Shape<'_>,
 ) -> Result<Readback, ReadbackError> {
     let started = Instant::now();
     let client = Client::new(service_url, Duration::from_secs(10));
@@ -226,6 +293,9 @@ pub async fn read_back(
     let mut tally = Tally::uncapped(count);
     let mut log = ReadLog::new();
     let mut incomplete = Vec::new();
+    if let Some(why) = shape.partitions.and_then(|n| shape_mismatch(n, &parts)) {
+        incomplete.push(why);
+    }
     for (t, p) in &parts {
         log.start_partition(*p);
         let stats = read_partition(&client, t, *p, &opts, |id, _, payload| {
@@ -241,6 +311,11 @@ pub async fn read_back(
         .await?;
         if let Some(why) = stats.incomplete {
             incomplete.push(why);
+        }
+        if let (true, Some(admin)) = (stats.empty_answer, shape.admin) {
+            if let Some(why) = empty_answer_contradicted(admin, t).await {
+                incomplete.push(why);
+            }
         }
     }
     let all_findings = tally.finish()?;
@@ -340,6 +415,58 @@ mod tests {
         // A missing ongoingTxnSize is unknown, not "nothing open".
         let e = judge(Until::NothingOpen, &buf(None, Some((1, 2)))).unwrap_err();
         assert!(e.starts_with("unknown"), "{e}");
+    }
+
+    fn buf_in(state: Option<&str>, open: Option<u64>, max_read: Option<(u64, i64)>) -> Probe {
+        Probe::Buffer(BufferState {
+            state: state.map(str::to_string),
+            max_read,
+            open,
+        })
+    }
+
+    /// Regression (issue 29, 1): a buffer still recovering after a load reports
+    /// ongoingTxnSize 0 and maxReadPosition = the last entry before it has replayed the
+    /// transactions still open; neither may count as readable.
+    #[test]
+    fn a_recovering_buffer_is_not_nothing_open() {
+        for state in [Some("Initializing"), Some("None"), Some("Close"), None] {
+            let p = buf_in(state, Some(0), Some((9, 40)));
+            let e = judge(Until::NothingOpen, &p).unwrap_err();
+            assert!(e.contains("not recovered yet"), "{state:?}: {e}");
+            let e = judge(Until::Past((9, 10)), &p).unwrap_err();
+            assert!(e.contains("not recovered yet"), "{state:?}: {e}");
+        }
+        for state in ["Ready", "Unused", "NoSnapshot"] {
+            let p = buf_in(Some(state), Some(0), Some((9, 40)));
+            assert_eq!(judge(Until::NothingOpen, &p), Ok(()), "{state}");
+            assert_eq!(judge(Until::Past((9, 10)), &p), Ok(()), "{state}");
+        }
+    }
+
+    /// Regression (issue 29, 8): a topic of another partition count than the run wrote is
+    /// refused, not judged.
+    #[test]
+    fn a_read_of_another_shape_is_refused() {
+        let p = |n: i32| -> Vec<(String, i32)> {
+            if n == 0 {
+                vec![("t".into(), -1)]
+            } else {
+                (0..n).map(|i| (format!("t-partition-{i}"), i)).collect()
+            }
+        };
+        assert_eq!(shape_mismatch(4, &p(4)), None);
+        assert_eq!(shape_mismatch(1, &p(0)), None);
+        assert_eq!(shape_mismatch(0, &p(0)), None);
+        let e = shape_mismatch(4, &p(2)).unwrap();
+        assert!(
+            e.contains("has 2 partition(s)") && e.contains("wrote 4"),
+            "{e}"
+        );
+        assert!(shape_mismatch(4, &p(0))
+            .unwrap()
+            .contains("not partitioned"));
+        assert!(shape_mismatch(1, &p(1)).is_some());
     }
 
     #[test]

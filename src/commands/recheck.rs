@@ -44,11 +44,11 @@ pub fn recompute(dir: &RunDir) -> Result<(Verdict, Vec<String>)> {
         )));
     }
     let on_file: serde_json::Value = dir.read_json("verdict.json")?;
-    // The same steps as the run: count, cap, judge with the history and the context.
+    // The same steps as the run: count, judge every range with the history and the context.
     let findings = stored.retally()?;
     let mut differences = stored.differences(&findings);
     let events = crate::history::read(&dir.file("history.jsonl"))?;
-    let verdict = checker::verdict(findings.capped(), Some(events), &stored.context);
+    let verdict = checker::verdict(findings, Some(events), &stored.context);
     let again = serde_json::to_value(&verdict).expect("verdicts serialize");
     differences.extend(
         readlog::diff_values("verdict", &on_file, &again)
@@ -163,7 +163,7 @@ mod tests {
         )
         .unwrap();
         let events = crate::history::read(&dir.file("history.jsonl")).unwrap();
-        let v = checker::verdict(all.capped(), Some(events), &ctx);
+        let v = checker::verdict(all.clone(), Some(events), &ctx);
         dir.write_json("verdict.json", &v).unwrap();
         dir
     }

@@ -15,6 +15,8 @@ use crate::scenario;
 pub fn worst(statuses: &[Status]) -> i32 {
     if statuses.contains(&Status::Violation) {
         exit::VIOLATION
+    } else if statuses.contains(&Status::Mismatch) {
+        exit::MISMATCH
     } else if statuses.contains(&Status::Stuck) {
         exit::STUCK
     } else if statuses.contains(&Status::Inconclusive) {

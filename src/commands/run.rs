@@ -18,12 +18,7 @@ pub fn exit_code(v: &Verdict) -> i32 {
 
 /// The exit code of a verdict's status.
 pub fn status_code(status: Status) -> i32 {
-    match status {
-        Status::Pass => exit::PASS,
-        Status::Violation => exit::VIOLATION,
-        Status::Inconclusive => exit::INCONCLUSIVE,
-        Status::Stuck => exit::STUCK,
-    }
+    exit::of_status(status)
 }
 
 /// The broker log lines of an anomaly, for people: in full under the first anomaly of each
@@ -312,11 +307,26 @@ pub async fn verify(args: VerifyArgs) -> Result<i32> {
         eprintln!("{e}");
         incomplete = Some(e);
     }
+    // With a history, the read is checked against the partitions its run wrote.
+    let history_partitions = match &args.history {
+        Some(h) => crate::history::read(h)?.into_iter().find_map(|e| match e {
+            Ok(crate::history::Event {
+                body: crate::history::EventBody::RunStarted { partitions, .. },
+                ..
+            }) => Some(partitions),
+            _ => None,
+        }),
+        None => None,
+    };
     let rb = crate::readback::read_back(
         &args.service_url,
         &args.topic,
         args.count,
         args.idle_timeout,
+        crate::readback::Shape {
+            partitions: history_partitions,
+            admin: Some(&admin),
+        },
     )
     .await?;
     let ctx = Context {
@@ -328,10 +338,10 @@ pub async fn verify(args: VerifyArgs) -> Result<i32> {
     let verdict = match &args.history {
         Some(h) => {
             let events = crate::history::read(h)?;
-            checker::verdict(rb.findings, Some(events), &ctx)
+            checker::verdict(rb.all_findings, Some(events), &ctx)
         }
         None => checker::verdict(
-            rb.findings,
+            rb.all_findings,
             None::<Vec<std::result::Result<crate::history::Event, String>>>,
             &ctx,
         ),

@@ -318,6 +318,8 @@ async fn record_outcome(
         Status::Violation => summary.violations += 1,
         Status::Inconclusive => summary.inconclusive += 1,
         Status::Stuck => summary.stuck += 1,
+        // Only `verify` without a history gives a mismatch.
+        Status::Mismatch => summary.violations += 1,
     }
     eprintln!("soak: iteration {i}: {}", o.verdict.summary);
     // A passing iteration's topic goes, so the cluster's disk stays bounded.

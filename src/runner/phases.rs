@@ -515,6 +515,10 @@ async fn settle_and_read(
         &info.topic,
         w.messages,
         Duration::from_secs(60),
+        crate::readback::Shape {
+            partitions: Some(w.partitions),
+            admin: Some(admin),
+        },
     )
     .await?;
     history.record(EventBody::Note {
@@ -580,6 +584,8 @@ async fn judge(
         consumer,
     };
     // What the checker sees is stored before it judges (`recheck` judges it again offline).
+    // It grades every range (uncapped findings) and lists the first `LIST_CAP` of each kind.
+    let findings = rb.all_findings.clone();
     let stored = crate::readlog::StoredReadback::new(
         w.messages,
         rb.log,
@@ -593,7 +599,7 @@ async fn judge(
     )?;
     drop(stored);
     let events = history::read(history_path)?;
-    let mut verdict = checker::verdict(rb.findings.clone(), Some(events), &ctx);
+    let mut verdict = checker::verdict(findings.clone(), Some(events), &ctx);
     if let (Some(c), false) = (&env.cluster, verdict.status == checker::Status::Pass) {
         let all = match logs.take() {
             Some(all) => all,
@@ -602,7 +608,7 @@ async fn judge(
         verdict = quote_broker_log(
             dir,
             &mut ctx,
-            rb.findings,
+            findings,
             verdict,
             &all,
             history_path,

@@ -165,9 +165,15 @@ pub async fn fill_input(
             report.detail, report.stats.aborted, report.stats.ambiguous
         )));
     }
-    let rb = crate::readback::read_back(service_url, input, w.messages, Duration::from_secs(60))
-        .await
-        .map_err(|e| fail(format!("reading it back: {e}")))?;
+    let rb = crate::readback::read_back(
+        service_url,
+        input,
+        w.messages,
+        Duration::from_secs(60),
+        crate::readback::Shape::default(),
+    )
+    .await
+    .map_err(|e| fail(format!("reading it back: {e}")))?;
     let f = &rb.findings;
     if rb.incomplete.is_some()
         || f.missing_total > 0

@@ -29,8 +29,8 @@ pub use consumer::{AckLatency, ConsumerEvidence, ConsumerSummary, PartitionBackl
 pub use findings::{CheckerError, DupSpan, Findings, Span, Unexpected, LIST_CAP};
 pub use message::{parse_number, MsgId};
 pub use model::{
-    AttemptRecord, Attributed, Cause, Context, DuplicateEntry, FaultRecord, ProducerSummary,
-    StallFinding, Status, Verdict, NO_TXN,
+    AttemptRecord, Attributed, Cause, CauseCount, Context, DuplicateEntry, FaultRecord, Graded,
+    ProducerSummary, StallFinding, Status, Verdict, NO_TXN,
 };
 pub use tally::Tally;
 pub use verdict::verdict;

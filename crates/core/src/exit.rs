@@ -22,5 +22,20 @@ pub const CHECKER_FAULT: i32 = 6;
 /// verdict's `stuck_reads`. Whether a remedy healed it and the safety check completed says the
 /// verdict.
 pub const STUCK: i32 = 7;
+/// `verify` without `--history`: the topic is not exactly [0, N), and with no producer history
+/// the cause cannot be known (it may be the writing application's, not Pulsar's).
+pub const MISMATCH: i32 = 8;
 /// Interrupted by Ctrl-C / SIGTERM (after cleanup). 128 + SIGINT, as shells report it.
 pub const INTERRUPTED: i32 = 130;
+
+/// The exit code of a verdict's status: the one mapping every command uses.
+pub fn of_status(status: crate::checker::Status) -> i32 {
+    use crate::checker::Status;
+    match status {
+        Status::Pass => PASS,
+        Status::Violation => VIOLATION,
+        Status::Inconclusive => INCONCLUSIVE,
+        Status::Stuck => STUCK,
+        Status::Mismatch => MISMATCH,
+    }
+}

@@ -31,7 +31,8 @@ impl Outcome {
     pub fn of(v: &Verdict) -> Outcome {
         match v.status {
             Status::Pass => Outcome::Pass,
-            Status::Violation => Outcome::Violation,
+            // A mismatch comes only from `verify` without a history, never from a run.
+            Status::Violation | Status::Mismatch => Outcome::Violation,
             Status::Inconclusive if v.stall.is_some() => Outcome::Stalled,
             Status::Inconclusive => Outcome::Inconclusive,
             Status::Stuck => Outcome::Stuck,

@@ -4,18 +4,156 @@
 
 use std::collections::BTreeSet;
 
-use super::findings::{DupSpan, Span};
+use super::findings::{DupSpan, Span, LIST_CAP};
 use super::history_view::{secs, HistoryView};
-use super::model::{AttemptRecord, Attributed, Cause, Context, DuplicateEntry, NO_TXN};
+use super::model::{AttemptRecord, Attributed, Cause, Context, DuplicateEntry, Graded, NO_TXN};
 use crate::history::{Outcome, TxnId};
 
+/// The attempts of the history by the numbers they carried, for finding those behind a range
+/// without a pass over every attempt per range.
+pub(super) struct AttemptIndex<'a> {
+    /// (first number, end, attempt) for every range of every attempt, by first number.
+    ranges: Vec<(u64, u64, &'a AttemptRecord)>,
+    /// The longest range: one that overlaps [s, e) starts at or after s - max_len.
+    max_len: u64,
+}
+
+impl<'a> AttemptIndex<'a> {
+    pub(super) fn new(view: Option<&'a HistoryView>) -> AttemptIndex<'a> {
+        let mut ranges: Vec<(u64, u64, &AttemptRecord)> = view
+            .into_iter()
+            .flat_map(|v| v.attempts.values())
+            .flat_map(|a| a.numbers.iter().map(move |(s, e)| (*s, *e, a)))
+            .filter(|(s, e, _)| e > s)
+            .collect();
+        ranges.sort_by_key(|(s, e, a)| (*s, *e, a.attempt));
+        let max_len = ranges.iter().map(|(s, e, _)| e - s).max().unwrap_or(0);
+        AttemptIndex { ranges, max_len }
+    }
+
+    /// The ranges that overlap [s, e).
+    fn overlapping(&self, s: u64, e: u64) -> impl Iterator<Item = &(u64, u64, &'a AttemptRecord)> {
+        let from = self
+            .ranges
+            .partition_point(|(a0, _, _)| *a0 < s.saturating_sub(self.max_len));
+        self.ranges[from..]
+            .iter()
+            .take_while(move |(a0, _, _)| *a0 < e)
+            .filter(move |(_, a1, _)| *a1 > s)
+    }
+
+    /// The attempts that carried a number of [s, e), in attempt order.
+    fn records(&self, s: u64, e: u64) -> Vec<&'a AttemptRecord> {
+        let mut recs: Vec<&AttemptRecord> = self.overlapping(s, e).map(|(_, _, a)| *a).collect();
+        recs.sort_by_key(|a| a.attempt);
+        recs.dedup_by_key(|a| a.attempt);
+        recs
+    }
+
+    /// [s, e) cut where an attempt's numbers begin or end inside it: each piece was carried by
+    /// the same attempts throughout.
+    fn pieces(&self, s: u64, e: u64) -> Vec<(u64, u64)> {
+        let mut cuts: BTreeSet<u64> = BTreeSet::from([s, e]);
+        for (a0, a1, _) in self.overlapping(s, e) {
+            for c in [*a0, *a1] {
+                if c > s && c < e {
+                    cuts.insert(c);
+                }
+            }
+        }
+        let cuts: Vec<u64> = cuts.into_iter().collect();
+        cuts.windows(2).map(|w| (w[0], w[1])).collect()
+    }
+}
+
+/// Grade every missing range attempt by attempt (a range the read-back found is cut where the
+/// attempts behind it change, each piece attributed on its own, and neighbours of the same
+/// cause joined again), counting every one in `graded` and listing at most `LIST_CAP`.
+pub(super) fn grade_missing(
+    spans: &[Span],
+    idx: &AttemptIndex,
+    view: Option<&HistoryView>,
+    ctx: &Context,
+    graded: &mut Graded,
+) -> Vec<Attributed<Span>> {
+    let mut listed = Vec::new();
+    for m in spans {
+        let parts = join_alike(idx.pieces(m.start, m.end), |s, e| {
+            attributed_missing(Span { start: s, end: e }, idx, view, ctx)
+        });
+        for a in parts {
+            graded.count(a.cause, a.what.len(), true);
+            if listed.len() < LIST_CAP {
+                listed.push(a);
+            }
+        }
+    }
+    graded.unlisted_missing = graded.missing_ranges.saturating_sub(listed.len() as u64);
+    listed
+}
+
+/// As `grade_missing`, for the duplicated ranges (each piece keeps its range's copy count).
+pub(super) fn grade_duplicates(
+    spans: &[DupSpan],
+    idx: &AttemptIndex,
+    view: Option<&HistoryView>,
+    ctx: &Context,
+    graded: &mut Graded,
+) -> Vec<Attributed<DuplicateEntry>> {
+    let mut listed = Vec::new();
+    for d in spans {
+        let parts = join_alike(idx.pieces(d.start, d.end), |s, e| {
+            let piece = DupSpan {
+                start: s,
+                end: e,
+                copies: d.copies,
+            };
+            attributed_duplicate(&piece, idx, view, ctx)
+        });
+        for a in parts {
+            graded.count(a.cause, a.what.end - a.what.start, false);
+            if listed.len() < LIST_CAP {
+                listed.push(a);
+            }
+        }
+    }
+    graded.unlisted_duplicates = graded.duplicate_ranges.saturating_sub(listed.len() as u64);
+    listed
+}
+
+/// Attribute each piece, then join neighbours of the same cause when the joined range,
+/// attributed as one, keeps that cause (its explanation then names every attempt behind it).
+fn join_alike<T>(
+    pieces: Vec<(u64, u64)>,
+    attribute: impl Fn(u64, u64) -> Attributed<T>,
+) -> Vec<Attributed<T>> {
+    let mut out: Vec<((u64, u64), Attributed<T>)> = Vec::new();
+    for (s, e) in pieces {
+        let a = attribute(s, e);
+        if let Some(((s0, _), last)) = out.last() {
+            if last.cause == a.cause {
+                let joined = attribute(*s0, e);
+                if joined.cause == a.cause {
+                    let s0 = *s0;
+                    out.pop();
+                    out.push(((s0, e), joined));
+                    continue;
+                }
+            }
+        }
+        out.push(((s, e), a));
+    }
+    out.into_iter().map(|(_, a)| a).collect()
+}
+
 /// A missing range with the attempts that carried it, its cause, explanation and evidence.
-pub(super) fn attributed_missing(
+fn attributed_missing(
     m: Span,
+    idx: &AttemptIndex,
     view: Option<&HistoryView>,
     ctx: &Context,
 ) -> Attributed<Span> {
-    let recs = records_for(view, m.start, m.end);
+    let recs = idx.records(m.start, m.end);
     let evidence: Vec<String> = recs.iter().map(|a| evidence_line(a)).collect();
     let (cause, explanation) = if let Some(why) = &ctx.readback_incomplete {
         // Not read is not lost: say what held the read back, not what it would mean.
@@ -44,12 +182,13 @@ pub(super) fn attributed_missing(
 
 /// A duplicated range with the message ids of its copies (from the context), the attempts
 /// that carried it, its cause, explanation and evidence.
-pub(super) fn attributed_duplicate(
+fn attributed_duplicate(
     d: &DupSpan,
+    idx: &AttemptIndex,
     view: Option<&HistoryView>,
     ctx: &Context,
 ) -> Attributed<DuplicateEntry> {
-    let recs = records_for(view, d.start, d.end);
+    let recs = idx.records(d.start, d.end);
     let message_ids = (d.start..d.end)
         .filter_map(|v| ctx.duplicate_ids.get(&v).map(|ids| (v, ids.clone())))
         .collect();
@@ -77,18 +216,6 @@ pub(super) fn attributed_duplicate(
         explanation,
         evidence: recs.iter().map(|a| evidence_line(a)).collect(),
         broker_log: broker_log_of(&recs, ctx),
-    }
-}
-
-/// The attempts of the history that carried a number of `[s, e)` (none without a history).
-fn records_for(view: Option<&HistoryView>, s: u64, e: u64) -> Vec<&AttemptRecord> {
-    match view {
-        None => Vec::new(),
-        Some(v) => v
-            .attempts
-            .values()
-            .filter(|a| a.numbers.iter().any(|(a0, a1)| *a0 < e && s < *a1))
-            .collect(),
     }
 }
 
@@ -144,6 +271,32 @@ fn confirmed_committed(a: &AttemptRecord) -> bool {
     a.outcome == Some(Outcome::Committed) || a.resolved == Some(Outcome::Committed)
 }
 
+/// What showed each committed attempt committed, in words: the coordinator's own answer, or
+/// the later check that resolved it (a retried commit's answer, a read-back that found its
+/// messages), as the history recorded it.
+fn committed_evidence(committed: &[&AttemptRecord]) -> String {
+    let (answered, found): (Vec<&AttemptRecord>, Vec<&AttemptRecord>) = committed
+        .iter()
+        .copied()
+        .partition(|a| a.outcome == Some(Outcome::Committed));
+    let mut parts = Vec::new();
+    if !answered.is_empty() {
+        parts.push(format!(
+            "transaction {} was confirmed committed by the coordinator (END_TXN COMMIT answered success)",
+            ids(&answered)
+        ));
+    }
+    for a in found {
+        parts.push(format!(
+            "transaction #{} {} was found committed after an outcome it could not learn ({})",
+            a.attempt,
+            a.txn,
+            a.resolved_how.as_deref().unwrap_or("txn_resolved")
+        ));
+    }
+    parts.join("; ")
+}
+
 /// Its numbers were sent again although nobody knew whether it had committed.
 fn resent_after_unknown(a: &AttemptRecord) -> bool {
     a.resent
@@ -175,8 +328,8 @@ fn attribute_missing(records: &[&AttemptRecord], span: Span, ctx: &Context) -> (
         .collect();
     if !committed.is_empty() {
         let mut why = format!(
-            "transaction {} was confirmed committed by the coordinator, yet its numbers are not readable: Pulsar lost committed data",
-            ids(&committed)
+            "{}, yet its numbers are not readable: Pulsar lost committed data",
+            committed_evidence(&committed)
         );
         // What the brokers' own lines say happened to it (quoted, never a cause by itself).
         for known in committed.iter().filter_map(|a| {
@@ -220,10 +373,47 @@ fn attribute_missing(records: &[&AttemptRecord], span: Span, ctx: &Context) -> (
                 .into(),
         );
     }
+    if let Some(why) = redelivery_lost(records, ctx) {
+        return (Cause::Pulsar, why);
+    }
     (
         Cause::Harness,
         "every transaction carrying these numbers ended without a commit and the producer did not send them again to completion".into(),
     )
+}
+
+/// A transform's input lost by Pulsar: every transaction that acknowledged it ended aborted on
+/// Pulsar's word (an aborted transaction's acknowledgements are released, so the subscription
+/// must deliver the input again), no transaction committed it, and the admin API reported the
+/// input subscription's backlog 0 on every partition: Pulsar treats the input as consumed, yet
+/// its output was never committed. `None` for the producer's workload, or when any of that is
+/// not shown.
+fn redelivery_lost(records: &[&AttemptRecord], ctx: &Context) -> Option<String> {
+    let evidence = ctx.consumer.as_ref()?;
+    let aborted = |a: &&AttemptRecord| {
+        a.resolved == Some(Outcome::Aborted)
+            || (a.outcome == Some(Outcome::Aborted) && a.resolved.is_none())
+    };
+    if records.is_empty() || !records.iter().all(aborted) {
+        return None;
+    }
+    let drained =
+        !evidence.backlog.is_empty() && evidence.backlog.iter().all(|b| b.backlog == Some(0));
+    if !drained {
+        return None;
+    }
+    let quoted: Vec<&str> = evidence
+        .backlog
+        .iter()
+        .take(4)
+        .map(|b| b.evidence.as_str())
+        .collect();
+    Some(format!(
+        "the inputs of these outputs were acknowledged only in transaction(s) {} that ended aborted on Pulsar's word, so subscription {} had to deliver them again; no transaction took them again, and the admin API reports its backlog 0 on every partition ({}): Pulsar lost the redelivery (an aborted transaction's acknowledgement took effect)",
+        ids(records),
+        evidence.subscription,
+        quoted.join("; ")
+    ))
 }
 
 /// Cause and explanation of numbers that arrived more than once. Pure.

@@ -4,7 +4,10 @@
 //!
 //! Grading, on top of the output's range check:
 //! - a conflict probe that Pulsar accepted (an input acknowledged in two open transactions)
-//!   is a violation of its own kind, with the broker's answer as evidence;
+//!   is a violation of its own kind, with the broker's answer as evidence, when the holding
+//!   transaction later committed (so it was open when the probe was accepted); when the holder
+//!   ended aborted or its outcome stayed unknown, the coordinator may have timed it out before
+//!   the probe (its acknowledgements released: then the acceptance is right), so that is a note;
 //! - a backlog above 0 on a partition, when the harness finished every input, the outputs
 //!   are complete and the admin API answered, is a violation: every input's output was
 //!   committed together with its acknowledgement, yet Pulsar still holds inputs;
@@ -73,6 +76,10 @@ pub struct ConsumerSummary {
     pub probes_unanswered: u64,
     /// Every probe (few per run).
     pub probe_records: Vec<ProbeRecord>,
+    /// What became of each probe's holding transaction, as the history tells it (committed,
+    /// aborted, ambiguous; absent: no outcome recorded).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub holders: std::collections::BTreeMap<String, crate::history::Outcome>,
     pub backlog: Vec<PartitionBacklog>,
     /// How long an attempt's ACKs took: from its `sends_acked` (the ACKs go out right after)
     /// to its `inputs_acked` (every ACK answered), over the attempts whose every ACK was
@@ -148,6 +155,8 @@ impl ConsumerSummary {
                     self.ack_samples.push(t_ms.saturating_sub(sent));
                 }
             }
+            EventBody::TxnOutcome { txn, outcome, .. } => self.holder_ended(*txn, *outcome),
+            EventBody::TxnResolved { txn, resolved, .. } => self.holder_ended(*txn, *resolved),
             EventBody::ConflictProbe {
                 attempt,
                 probe,
@@ -177,6 +186,17 @@ impl ConsumerSummary {
         }
     }
 
+    /// A transaction's outcome, kept when it holds a probed input (probes come before their
+    /// holder's end: it was open when probed). A later definitive word replaces an ambiguous one.
+    fn holder_ended(&mut self, txn: TxnId, outcome: crate::history::Outcome) {
+        if self.probe_records.iter().any(|p| p.held_by == txn) {
+            let e = self.holders.entry(txn.to_string()).or_insert(outcome);
+            if *e == crate::history::Outcome::Ambiguous {
+                *e = outcome;
+            }
+        }
+    }
+
     /// Judge the probes and the backlog (see the module's doc). `finished`: the harness
     /// finished every input (its `producer_finished` says complete); `outputs_complete`: the
     /// read-back found no number missing. Violations go to `self.findings` (and are returned),
@@ -196,10 +216,26 @@ impl ConsumerSummary {
             .iter()
             .filter(|p| p.outcome == ProbeOutcome::Accepted)
         {
-            self.findings.push(format!(
-                "conflict probe {} acknowledged {}, which transaction {} of attempt {} held acknowledged and open, and Pulsar answered {} (TransactionConflict expected)",
-                p.probe, p.message, p.held_by, p.attempt, p.answer
-            ));
+            use crate::history::Outcome;
+            match self.holders.get(&p.held_by.to_string()) {
+                Some(Outcome::Committed) => self.findings.push(format!(
+                    "conflict probe {} acknowledged {}, which transaction {} of attempt {} held acknowledged and open (it committed afterwards, so it was open), and Pulsar answered {} (TransactionConflict expected)",
+                    p.probe, p.message, p.held_by, p.attempt, p.answer
+                )),
+                holder => notes.push(format!(
+                    "conflict probe {} acknowledging {} was accepted ({}), but its holder {} of attempt {} {}: the coordinator may have timed it out before the probe, releasing its acknowledgements, so the acceptance is not graded",
+                    p.probe,
+                    p.message,
+                    p.answer,
+                    p.held_by,
+                    p.attempt,
+                    match holder {
+                        Some(Outcome::Aborted) => "ended aborted",
+                        Some(_) => "ended with an outcome the client could not learn",
+                        None => "has no recorded outcome",
+                    }
+                )),
+            }
         }
         if let Some(p) = self
             .probe_records

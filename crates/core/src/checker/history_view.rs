@@ -241,6 +241,7 @@ impl Scan<'_> {
                     outcome: None,
                     detail: String::new(),
                     resolved: None,
+                    resolved_how: None,
                     commit_tries: 0,
                     resent: false,
                     resend_reason: None,
@@ -288,6 +289,7 @@ impl Scan<'_> {
         }
         if let Some(a) = v.attempts.get_mut(&attempt) {
             a.resolved = Some(resolved);
+            a.resolved_how = Some(how.to_string());
             a.ended_ms = Some(t);
             if !a.detail.is_empty() {
                 a.detail.push_str("; ");

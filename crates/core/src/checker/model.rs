@@ -21,6 +21,11 @@ pub enum Status {
     /// healed (see `stuck`). No violation was found; whether the safety check is complete says
     /// the verdict's `stuck_reads` (healed by a remedy, then read to the end) and `reasons`.
     Stuck,
+    /// `verify` without a producer history: the topic is not exactly [0, N) (a number
+    /// missing, duplicated or unexpected), and with nothing to say who wrote what, the cause
+    /// cannot be known (a duplicate may be the writing application's own resend). Not a
+    /// finding about Pulsar; its own exit code (`exit::MISMATCH`).
+    Mismatch,
 }
 
 impl fmt::Display for Status {
@@ -30,6 +35,7 @@ impl fmt::Display for Status {
             Status::Violation => "violation",
             Status::Inconclusive => "inconclusive",
             Status::Stuck => "stuck",
+            Status::Mismatch => "mismatch",
         })
     }
 }
@@ -51,6 +57,9 @@ pub struct AttemptRecord {
     pub detail: String,
     /// What a later check found, for an ambiguous attempt.
     pub resolved: Option<Outcome>,
+    /// How it was found (the history's `txn_resolved` words: a commit retried, a read-back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_how: Option<String>,
     pub commit_tries: u32,
     pub resent: bool,
     /// Why the producer sent its numbers again (the history's `resend_scheduled` reason).
@@ -196,6 +205,9 @@ pub struct Verdict {
     pub unexpected_total: u64,
     pub missing: Vec<Attributed<Span>>,
     pub duplicates: Vec<Attributed<DuplicateEntry>>,
+    /// Every missing and duplicated range graded, listed or not, by cause.
+    #[serde(default)]
+    pub graded: Graded,
     pub unexpected: Vec<Unexpected>,
     /// Why the verdict is inconclusive (empty otherwise).
     pub reasons: Vec<String>,
@@ -215,6 +227,50 @@ pub struct Verdict {
     /// the input subscription's backlog (see `checker::consumer`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consumer: Option<super::consumer::ConsumerSummary>,
+}
+
+/// How many missing and duplicated ranges were graded, by cause: every one the read-back
+/// found, cut where the attempts behind it change (see `attribution`), whether `verdict.json`
+/// lists it or not (it lists at most `LIST_CAP` of each kind).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Graded {
+    pub missing_ranges: u64,
+    pub duplicate_ranges: u64,
+    /// Graded but not listed in `missing` / `duplicates`.
+    pub unlisted_missing: u64,
+    pub unlisted_duplicates: u64,
+    /// Cause -> ranges and numbers (missing and duplicated together).
+    pub by_cause: BTreeMap<Cause, CauseCount>,
+}
+
+/// Ranges and numbers of one cause.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CauseCount {
+    pub ranges: u64,
+    pub numbers: u64,
+    /// Of those numbers, how many are missing (the rest are duplicated).
+    pub missing_numbers: u64,
+}
+
+impl Graded {
+    pub(super) fn count(&mut self, cause: Cause, numbers: u64, missing: bool) {
+        if missing {
+            self.missing_ranges += 1;
+        } else {
+            self.duplicate_ranges += 1;
+        }
+        let c = self.by_cause.entry(cause).or_default();
+        c.ranges += 1;
+        c.numbers += numbers;
+        if missing {
+            c.missing_numbers += numbers;
+        }
+    }
+
+    /// Whether any graded range makes the verdict a violation.
+    pub fn any_violation(&self) -> bool {
+        self.by_cause.keys().any(|c| c.is_violation())
+    }
 }
 
 /// A stall: what the producer was told meanwhile and what the brokers logged about the topic.

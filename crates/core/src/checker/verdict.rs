@@ -1,35 +1,35 @@
 //! The verdict: [`verdict`] attributes the findings with the history and the context, grades
 //! them (README, "How a verdict is graded") and says the result in one paragraph.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use rangemap::RangeInclusiveSet;
 
-use super::attribution::{attributed_duplicate, attributed_missing};
-use super::findings::{Findings, Span};
+use super::attribution::{grade_duplicates, grade_missing, AttemptIndex};
+use super::findings::{Findings, Span, LIST_CAP};
 use super::history_view::{scan_history, HistoryView};
-use super::model::{Attributed, Cause, Context, DuplicateEntry, StallFinding, Status, Verdict};
+use super::model::{Cause, Context, Graded, StallFinding, Status, Verdict};
 use crate::history::Event;
 
 /// Build the verdict from the findings, the history (if any) and the context. Pure.
-pub fn verdict<I, E>(findings: Findings, history: Option<I>, ctx: &Context) -> Verdict
+///
+/// Every range the findings list is graded (give it the uncapped findings: `verdict.json`
+/// lists at most `LIST_CAP` of each kind and counts the rest in `graded`).
+pub fn verdict<I, E>(mut findings: Findings, history: Option<I>, ctx: &Context) -> Verdict
 where
     I: IntoIterator<Item = Result<Event, E>>,
     E: fmt::Display,
 {
     let anomalies = anomalies(&findings);
     let mut view = history.map(|h| scan_history(h, &anomalies));
-    let missing: Vec<Attributed<Span>> = findings
-        .missing
-        .iter()
-        .map(|m| attributed_missing(*m, view.as_ref(), ctx))
-        .collect();
-    let duplicates: Vec<Attributed<DuplicateEntry>> = findings
-        .duplicates
-        .iter()
-        .map(|d| attributed_duplicate(d, view.as_ref(), ctx))
-        .collect();
+    let mut graded = Graded::default();
+    let (missing, duplicates) = {
+        let idx = AttemptIndex::new(view.as_ref());
+        (
+            grade_missing(&findings.missing, &idx, view.as_ref(), ctx, &mut graded),
+            grade_duplicates(&findings.duplicates, &idx, view.as_ref(), ctx, &mut graded),
+        )
+    };
 
     let mut reasons = Vec::new();
     let mut notes = Vec::new();
@@ -38,12 +38,25 @@ where
     let stall = stall_finding(view.as_ref(), ctx, &mut reasons, &mut notes);
     let stuck_reads = stuck_finding(ctx, &mut notes);
     let consumer = consumer_section(view.as_mut(), ctx, &findings, &mut reasons, &mut notes);
-    let mut status = status(&findings, &missing, &duplicates, ctx, &mut reasons);
+    let mut status = status(&findings, &graded, ctx, &mut reasons);
     let consumer_findings = consumer.as_ref().map_or(&[][..], |c| &c.findings[..]);
     if !consumer_findings.is_empty() {
         status = Status::Violation;
     }
-    let mut summary = summary(&findings, status, &reasons, &notes, &missing, &duplicates);
+    // Without a history nothing says who wrote what: the range check alone is a mismatch,
+    // not a finding about Pulsar.
+    if status == Status::Violation && view.is_none() {
+        status = Status::Mismatch;
+    }
+    if graded.unlisted_missing + graded.unlisted_duplicates > 0 {
+        notes.push(format!(
+            "verdict.json lists the first {LIST_CAP} ranges of each kind; {} more missing and {} more duplicated range(s) were graded the same way and are counted in `graded` ({})",
+            graded.unlisted_missing,
+            graded.unlisted_duplicates,
+            cause_counts(&graded)
+        ));
+    }
+    let mut summary = summary(&findings, status, &reasons, &notes, &graded);
     for f in consumer_findings {
         summary.push_str(&format!(" Consumer: {f}."));
     }
@@ -71,7 +84,11 @@ where
         unexpected_total: findings.unexpected_total,
         missing,
         duplicates,
-        unexpected: findings.unexpected,
+        graded,
+        unexpected: {
+            findings.unexpected.truncate(LIST_CAP);
+            findings.unexpected
+        },
         reasons,
         notes,
         producer,
@@ -267,8 +284,7 @@ fn stall_finding(
 /// missing by the harness's own doing add one).
 fn status(
     findings: &Findings,
-    missing: &[Attributed<Span>],
-    duplicates: &[Attributed<DuplicateEntry>],
+    graded: &Graded,
     ctx: &Context,
     reasons: &mut Vec<String>,
 ) -> Status {
@@ -276,22 +292,21 @@ fn status(
     // own answers contradict, an ambiguous commit resent, a sabotage, or, with no history to
     // ask, the range check alone. Anomalies of the harness's own making only make it
     // inconclusive, and say so.
-    let harness_missing: u64 = missing
-        .iter()
-        .filter(|m| m.cause == Cause::Harness)
-        .map(|m| m.what.len())
-        .sum();
+    let harness_missing: u64 = graded
+        .by_cause
+        .get(&Cause::Harness)
+        .map_or(0, |c| c.missing_numbers);
     if harness_missing > 0 && ctx.readback_incomplete.is_none() {
         reasons.push(format!(
             "{harness_missing} number(s) are missing for reasons of the harness's own, not Pulsar's (see each range's explanation)"
         ));
     }
+    // Every range the findings hold is graded; findings whose lists were capped before they
+    // came here (an old caller) fall back to the range check for what was not listed.
     let violation = findings.unexpected_total > 0
-        || missing.iter().any(|m| m.cause.is_violation())
-        || duplicates.iter().any(|d| d.cause.is_violation())
-        // Anomalies beyond what the lists hold are graded as the listed ones are.
-        || (findings.duplicate_values > 0 && duplicates.is_empty())
-        || (findings.missing_total > 0 && missing.is_empty() && reasons.is_empty());
+        || graded.any_violation()
+        || (findings.duplicate_values > 0 && graded.duplicate_ranges == 0)
+        || (findings.missing_total > 0 && graded.missing_ranges == 0 && reasons.is_empty());
     let stuck = ctx
         .stuck_reads
         .as_ref()
@@ -314,11 +329,10 @@ fn summary(
     status: Status,
     reasons: &[String],
     notes: &[String],
-    missing: &[Attributed<Span>],
-    duplicates: &[Attributed<DuplicateEntry>],
+    graded: &Graded,
 ) -> String {
     let mut summary = summarize(findings, status, reasons);
-    let causes = cause_counts(missing, duplicates);
+    let causes = cause_counts(graded);
     if !causes.is_empty() && status != Status::Pass {
         summary.push_str(&format!(" Causes: {causes}."));
     }
@@ -328,18 +342,12 @@ fn summary(
     summary
 }
 
-/// "2 range(s) pulsar, 1 ambiguity": how many listed anomalies have each cause.
-fn cause_counts(missing: &[Attributed<Span>], duplicates: &[Attributed<DuplicateEntry>]) -> String {
-    let mut n: BTreeMap<Cause, usize> = BTreeMap::new();
-    for c in missing
+/// "2 range(s) pulsar, 1 range(s) ambiguity": how many graded anomalies have each cause.
+fn cause_counts(graded: &Graded) -> String {
+    graded
+        .by_cause
         .iter()
-        .map(|m| m.cause)
-        .chain(duplicates.iter().map(|d| d.cause))
-    {
-        *n.entry(c).or_default() += 1;
-    }
-    n.iter()
-        .map(|(c, k)| format!("{k} range(s) {c}"))
+        .map(|(c, k)| format!("{} range(s) {c}", k.ranges))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -356,6 +364,10 @@ fn summarize(f: &Findings, status: Status, reasons: &[String]) -> String {
         Status::Violation => parts.push("VIOLATION:".to_string()),
         Status::Inconclusive => parts.push("INCONCLUSIVE:".to_string()),
         Status::Stuck => parts.push("STUCK:".to_string()),
+        Status::Mismatch => parts.push(format!(
+            "MISMATCH: the topic is not exactly [0, {}); with no producer history (verify --history) the cause cannot be known: it may be Pulsar's or the writing application's own (a resend, a skipped number).",
+            f.expected
+        )),
     }
     if f.missing_total > 0 {
         let first: Vec<String> = f.missing.iter().take(5).map(|s| s.to_string()).collect();
@@ -404,3 +416,5 @@ fn summarize(f: &Findings, status: Status, reasons: &[String]) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_grading;

@@ -65,7 +65,7 @@ impl FailureClass {
     pub fn of(v: &Verdict) -> Option<FailureClass> {
         match v.status {
             Status::Pass => None,
-            Status::Violation => Some(FailureClass::Violation {
+            Status::Violation | Status::Mismatch => Some(FailureClass::Violation {
                 anomalies: anomalies(v),
             }),
             Status::Stuck => Some(FailureClass::Stuck {

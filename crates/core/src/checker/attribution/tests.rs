@@ -147,7 +147,7 @@ fn message_ids_of_duplicates_are_carried() {
     let v = verdict(f, None::<Vec<Result<Event, String>>>, &ctx);
     assert_eq!(v.duplicates[0].what.message_ids[&1], vec![id(1), id(2)]);
     let json = serde_json::to_string(&v).unwrap();
-    assert!(json.contains("\"status\":\"violation\""));
+    assert!(json.contains("\"status\":\"mismatch\""));
 }
 
 #[test]
@@ -213,7 +213,7 @@ fn a_lost_committed_transaction_quotes_the_brokers_low_water_mark_abort() {
     assert_eq!(m.broker_log, vec![lwm_line(T1, 599)]);
     assert!(
         m.explanation.starts_with(
-            "transaction #1 (0,1) was confirmed committed by the coordinator, yet its numbers are not readable: Pulsar lost committed data; the broker's transaction buffer aborted, by its low-water-mark rule, a transaction the coordinator had confirmed committed: (0,1) on eos-lwm-78ef54aa-partition-2 (logs/standalone.log:599)"
+            "transaction #1 (0,1) was confirmed committed by the coordinator (END_TXN COMMIT answered success), yet its numbers are not readable: Pulsar lost committed data; the broker's transaction buffer aborted, by its low-water-mark rule, a transaction the coordinator had confirmed committed: (0,1) on eos-lwm-78ef54aa-partition-2 (logs/standalone.log:599)"
         ),
         "{}",
         m.explanation

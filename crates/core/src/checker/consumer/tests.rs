@@ -126,6 +126,73 @@ fn an_accepted_probe_is_a_violation_with_the_answer() {
     );
 }
 
+/// Regression (issue 29, 3): an accepted probe whose holder ended aborted (the coordinator may
+/// have timed it out first, releasing its acks) is a note, not a violation; one whose holder
+/// never learned an outcome likewise.
+#[test]
+fn an_accepted_probe_whose_holder_aborted_is_not_graded() {
+    for (holder, words) in [
+        (Some(Outcome::Aborted), "ended aborted"),
+        (Some(Outcome::Ambiguous), "could not learn"),
+        (None, "no recorded outcome"),
+    ] {
+        let mut h = vec![
+            ev(
+                0,
+                EventBody::TxnOpened {
+                    attempt: 1,
+                    txn: T1,
+                    numbers: vec![(0, 10)],
+                    resend_of: None,
+                },
+            ),
+            probe(ProbeOutcome::Accepted, "acked: ACK_RESPONSE"),
+        ];
+        if let Some(o) = holder {
+            h.push(ev(
+                5,
+                EventBody::TxnOutcome {
+                    attempt: 1,
+                    txn: T1,
+                    outcome: o,
+                    detail: "transaction timed out".into(),
+                },
+            ));
+        }
+        // Its numbers were processed again by attempt 2, which committed.
+        h.push(ev(
+            6,
+            EventBody::TxnOpened {
+                attempt: 2,
+                txn: TxnId { most: 0, least: 2 },
+                numbers: vec![(0, 10)],
+                resend_of: None,
+            },
+        ));
+        h.push(ev(
+            7,
+            EventBody::TxnOutcome {
+                attempt: 2,
+                txn: TxnId { most: 0, least: 2 },
+                outcome: Outcome::Committed,
+                detail: String::new(),
+            },
+        ));
+        h.push(finished(8, true));
+        let v = grade(&all(), h, &backlog(Some(0)));
+        assert_eq!(v.status, Status::Pass, "{holder:?}: {}", v.summary);
+        let c = v.consumer.unwrap();
+        assert!(c.findings.is_empty(), "{:?}", c.findings);
+        assert!(
+            v.notes
+                .iter()
+                .any(|n| n.contains("not graded") && n.contains(words)),
+            "{holder:?}: {:?}",
+            v.notes
+        );
+    }
+}
+
 #[test]
 fn an_unanswered_probe_is_a_note_only() {
     let h = transform_history(vec![probe(ProbeOutcome::Unanswered, "no answer")], true);
@@ -244,4 +311,58 @@ fn ack_latency_is_measured_from_the_sends_to_the_acks_answered() {
         (l.attempts, l.median_ms, l.p99_ms, l.max_ms),
         (100, 50, 99, 100)
     );
+}
+
+/// Regression (issue 29, 4): an input whose only acknowledgement was in a transaction that
+/// ended aborted, with the subscription's backlog 0 at the end, was lost by Pulsar (the
+/// redelivery never came), not by the harness.
+#[test]
+fn an_input_acked_only_in_an_aborted_transaction_with_no_backlog_is_pulsars() {
+    let aborted_history = || {
+        vec![
+            ev(
+                0,
+                EventBody::TxnOpened {
+                    attempt: 1,
+                    txn: T1,
+                    numbers: vec![(0, 10)],
+                    resend_of: None,
+                },
+            ),
+            ev(
+                0,
+                EventBody::InputsTaken {
+                    attempt: 1,
+                    consumer: 0,
+                    inputs: vec![(0, 10)],
+                    redelivered: 0,
+                },
+            ),
+            ev(
+                4,
+                EventBody::TxnOutcome {
+                    attempt: 1,
+                    txn: T1,
+                    outcome: Outcome::Aborted,
+                    detail: "a SEND failed; no commit was sent, so it cannot commit".into(),
+                },
+            ),
+            finished(6, true),
+        ]
+    };
+    let v = grade(&[], aborted_history(), &backlog(Some(0)));
+    assert_eq!(v.status, Status::Violation, "{}", v.summary);
+    assert_eq!(v.missing[0].cause, crate::checker::Cause::Pulsar);
+    assert!(
+        v.missing[0].explanation.contains("lost the redelivery")
+            && v.missing[0].explanation.contains("msgBacklog Some(0)"),
+        "{}",
+        v.missing[0].explanation
+    );
+    // With inputs still held by the subscription, it is not shown: the harness's, as before.
+    let v = grade(&[], aborted_history(), &backlog(Some(10)));
+    assert_ne!(v.missing[0].cause, crate::checker::Cause::Pulsar);
+    // And with no backlog reported, nothing is claimed about Pulsar.
+    let v = grade(&[], aborted_history(), &backlog(None));
+    assert_eq!(v.missing[0].cause, crate::checker::Cause::Harness);
 }

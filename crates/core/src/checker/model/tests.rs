@@ -23,6 +23,7 @@ fn an_attempt_is_scanned_for_in_the_brokers_logs_unless_it_is_the_placeholder() 
         outcome: Some(Outcome::Committed),
         detail: String::new(),
         resolved: None,
+        resolved_how: None,
         commit_tries: 1,
         resent: false,
         resend_reason: None,

@@ -383,13 +383,25 @@ fn row_no_history_is_the_range_check_alone() {
         None::<Vec<Result<Event, String>>>,
         &Context::default(),
     );
-    assert_eq!(v.status, Status::Violation);
+    // Regression (issue 29, 7): without a history the cause cannot be known, so it is not
+    // a violation (of Pulsar's) but a mismatch, with an exit code of its own.
+    assert_eq!(v.status, Status::Mismatch);
+    assert_eq!(crate::exit::of_status(v.status), crate::exit::MISMATCH);
     assert_eq!(v.missing[0].cause, Cause::Unknown);
     assert!(
         !v.missing[0].explanation.contains("Pulsar"),
         "{}",
         v.missing[0].explanation
     );
+    assert!(
+        v.summary
+            .starts_with("MISMATCH: the topic is not exactly [0, 10)")
+            && v.summary.contains("the cause cannot be known"),
+        "{}",
+        v.summary
+    );
+    let json = serde_json::to_value(&v).unwrap();
+    assert_eq!(json["status"], "mismatch");
 }
 
 #[test]
