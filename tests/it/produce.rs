@@ -141,6 +141,9 @@ fn deliberately_aborted_transactions_stay_invisible_and_their_numbers_arrive_onc
     assert_eq!(resent, 20);
 }
 
+/// Without a history the topic's gap and duplicate are a mismatch (exit 8), the cause unknown:
+/// the plain producer here is the "application" whose resend made the duplicate. With a history
+/// whose run wrote another partition count, the read is refused as incomplete (exit 4).
 #[test]
 fn verify_names_the_gap_and_the_duplicate_of_a_plain_producer() {
     rt().block_on(async {
@@ -184,9 +187,16 @@ fn verify_names_the_gap_and_the_duplicate_of_a_plain_producer() {
             "--json",
         ]);
         let t = String::from_utf8_lossy(&o.stdout).to_string();
-        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert_eq!(o.status.code(), Some(8), "{}", text(&o));
         let v: serde_json::Value = serde_json::from_str(&t).unwrap();
-        assert_eq!(v["status"], "violation");
+        assert_eq!(v["status"], "mismatch");
+        let summary = v["summary"].as_str().unwrap();
+        assert!(
+            summary.starts_with("MISMATCH: the topic is not exactly [0, 1000)")
+                && summary.contains("the cause cannot be known"),
+            "{summary}"
+        );
+        assert_eq!(v["missing"][0]["cause"], "unknown");
         assert_eq!(v["missing_total"], 1);
         assert_eq!(v["missing"][0]["start"], 500);
         assert_eq!(v["missing"][0]["end"], 501);
@@ -201,6 +211,37 @@ fn verify_names_the_gap_and_the_duplicate_of_a_plain_producer() {
             2
         );
         assert_eq!(v["received"], 1000);
+        // A history whose run wrote 4 partitions does not fit this plain topic: refused.
+        let dir = tmpdir("verify-shape");
+        let history = write(
+            &dir,
+            "history.jsonl",
+            &format!(
+                "{{\"t_ms\":0,\"event\":\"run_started\",\"run_id\":\"r\",\"seed\":1,\"scenario\":\"s\",\"topic\":\"{topic}\",\"partitions\":4,\"messages\":1000,\"resend\":\"retry-commit\",\"wall_ms\":0}}\n"
+            ),
+        );
+        let o = run(&[
+            "verify",
+            "--service-url",
+            &c.service_url,
+            "--admin-url",
+            &c.admin_url,
+            "--topic",
+            &topic,
+            "--count",
+            "1000",
+            "--history",
+            history.to_str().unwrap(),
+            "--json",
+        ]);
+        assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["status"], "inconclusive");
+        let reasons = v["reasons"].to_string();
+        assert!(
+            reasons.contains("the topic has 1 partition(s) (not partitioned), but the run wrote 4 partitions"),
+            "{reasons}"
+        );
         // A clean topic passes.
         let clean = format!("persistent://public/default/clean-{}", rand_id());
         let mut p2 = pulsar.producer().with_topic(&clean).build().await.unwrap();

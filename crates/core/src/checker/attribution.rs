@@ -424,6 +424,13 @@ fn attribute_duplicate(records: &[&AttemptRecord], span: Span, ctx: &Context) ->
             "the scenario's sabotage sent these numbers twice".into(),
         );
     }
+    if records.is_empty() {
+        // Nothing of this run's wrote them: another writer, or a history of another topic.
+        return (
+            Cause::Harness,
+            "no transaction in the history carried these numbers, so this run did not write them: another writer on the topic, or a history that is not this topic's; nothing is claimed about Pulsar".into(),
+        );
+    }
     let unknown: Vec<&AttemptRecord> = records
         .iter()
         .copied()

@@ -187,3 +187,18 @@ fn a_commit_found_by_a_read_says_so() {
         "{e}"
     );
 }
+
+/// A duplicate of numbers no transaction of the history carried is not Pulsar's: this run did
+/// not write them (another writer, or a history of another topic).
+#[test]
+fn a_duplicate_no_attempt_carried_is_not_blamed_on_pulsar() {
+    let h = vec![
+        opened(0, 1, txn(1), vec![(0, 5)], None),
+        outcome(1, 1, txn(1), Outcome::Committed, "ok"),
+        finished(2, true),
+    ];
+    let read: Vec<u64> = (0..10).chain([7]).collect();
+    let v = verdict(tally_of(10, &read), Some(ok(h)), &Context::default());
+    assert_eq!(v.duplicates[0].cause, Cause::Harness, "{:#?}", v.duplicates);
+    assert_ne!(v.status, Status::Violation, "{}", v.summary);
+}
