@@ -391,6 +391,17 @@ impl Admin {
         self.decode(&path, &text)
     }
 
+    /// A topic's stats with `getPreciseBacklog=true`: `msgBacklog` counted entry by entry, not
+    /// estimated from the cursor's counters (the default estimate can be off).
+    pub async fn topic_stats_precise(&self, topic: &str) -> Result<serde_json::Value, AdminError> {
+        let path = format!(
+            "/admin/v2/{}/stats?getPreciseBacklog=true",
+            topic_path(topic)
+        );
+        let text = self.call("GET", &path, None).await?;
+        self.decode(&path, &text)
+    }
+
     /// `internalStats` of a topic or partition: its managed ledger's end and ledgers.
     pub async fn ledger_state(&self, topic: &str) -> Result<LedgerState, AdminError> {
         let path = format!("/admin/v2/{}/internalStats", topic_path(topic));

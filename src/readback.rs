@@ -105,10 +105,16 @@ pub fn judge(until: Until, probe: &Probe) -> Result<(), String> {
         None => "not reported".to_string(),
     };
     let state = b.state.as_deref().unwrap_or("state not reported");
-    // A buffer that has not finished recovering reports maxReadPosition = the last entry
-    // written and ongoingTxnSize 0 without having replayed its transactions yet: neither is
-    // evidence until it says it is Ready (or Unused / NoSnapshot: recovered, and no
-    // transaction ever written to the partition).
+    // A buffer still recovering reports the transactions and the max read position its replay
+    // has reached so far (before replay: the last entry and none open): neither is evidence
+    // until it says it is Ready, or NoSnapshot (recovered, no transaction ever written there).
+    if b.state.as_deref() == Some("FirstSnapshotting") {
+        return Err(format!(
+            "buffer FirstSnapshotting: its first snapshot is being written or failed to be (#24945 family); dispatch is held at the earliest position meanwhile (ongoingTxnSize {}, maxReadPosition {})",
+            b.open.map_or("?".to_string(), |n| n.to_string()),
+            pos(b.max_read)
+        ));
+    }
     if !buffer_recovered(b.state.as_deref()) {
         return Err(format!(
             "buffer {state}: not recovered yet, so its ongoingTxnSize {} and maxReadPosition {} are not evidence",
@@ -144,11 +150,13 @@ pub fn judge(until: Until, probe: &Probe) -> Result<(), String> {
     }
 }
 
-/// Whether a transaction buffer's `state` says it has recovered: `Ready`, or `Unused` (4.x) /
-/// `NoSnapshot` (older releases): recovery found no transaction on the partition. `Initializing`
-/// (still replaying), `None`, `Close`, an unknown word or no state at all are not.
+/// Whether a transaction buffer's `state` says it has recovered: `Ready`, or `NoSnapshot`
+/// (4.0.x and 4.2.x: recovery found no snapshot, no transaction was written there; older
+/// releases said `Unused`). `Initializing` (still replaying), `FirstSnapshotting` (4.2: held at
+/// the earliest position until its first snapshot is written), `None`, `Close`,
+/// `ClosedAndCleared`, an unknown word or no state at all are not (`TopicTransactionBufferState`).
 pub fn buffer_recovered(state: Option<&str>) -> bool {
-    matches!(state, Some("Ready" | "Unused" | "NoSnapshot"))
+    matches!(state, Some("Ready" | "NoSnapshot" | "Unused"))
 }
 
 async fn probe(admin: &Admin, topic: &str) -> Probe {
@@ -255,24 +263,59 @@ pub fn shape_mismatch(expected: u32, parts: &[(String, i32)]) -> Option<String> 
     })
 }
 
-/// Whether the admin API shows entries on a partition the reader was told is empty: then the
-/// empty answer (an open transaction from the first entry gives one) is not evidence.
-async fn empty_answer_contradicted(admin: &Admin, partition: &str) -> Option<String> {
-    match admin.ledger_state(partition).await {
-        Ok(l) => {
-            let entries: u64 =
-                l.ledgers.iter().map(|(_, n)| n).sum::<u64>() + l.current.map_or(0, |c| c.1);
-            (entries > 0).then(|| {
-                format!(
-                    "{partition}: GET_LAST_MESSAGE_ID answered an empty partition, but internalStats shows {entries} entr(ies) (lastConfirmedEntry {}); the read is not evidence of a loss",
-                    l.last_confirmed.map_or("?".to_string(), |(a, b)| format!("{a}:{b}"))
-                )
-            })
+/// Whether an empty GET_LAST_MESSAGE_ID answer on a partition is not evidence. `L:-1` is the
+/// right answer for a partition whose entries are all aborted data and markers, so it stands
+/// when the buffer has recovered, holds nothing open and has moved its max read position to the
+/// last entry. `-1:-1` with entries written (4.2's FirstSnapshotting or a closing buffer
+/// answers the earliest position), a buffer not recovered, transactions still open, or
+/// `maxReadPosition` behind `lastConfirmedEntry` make it no evidence of a loss.
+async fn empty_answer_contradicted(
+    admin: &Admin,
+    partition: &str,
+    answer: (u64, u64),
+) -> Option<String> {
+    let l = match admin.ledger_state(partition).await {
+        Ok(l) => l,
+        Err(e) => {
+            return Some(format!(
+                "{partition}: GET_LAST_MESSAGE_ID answered an empty partition and internalStats could not confirm it ({e})"
+            ))
         }
-        Err(e) => Some(format!(
-            "{partition}: GET_LAST_MESSAGE_ID answered an empty partition and internalStats could not confirm it ({e})"
-        )),
+    };
+    let entries: u64 = l.ledgers.iter().map(|(_, n)| n).sum::<u64>() + l.current.map_or(0, |c| c.1);
+    if entries == 0 {
+        return None;
     }
+    let shown = |p: Option<(u64, i64)>| p.map_or("?".to_string(), |(a, b)| format!("{a}:{b}"));
+    let why = if answer.0 == u64::MAX {
+        Some("it answered -1:-1 (the earliest position)".to_string())
+    } else {
+        match admin.transaction_buffer(partition).await {
+            Err(e) => Some(format!("transactionBufferStats failed ({e})")),
+            Ok(b) => {
+                let behind = match (b.max_read, l.last_confirmed) {
+                    (Some(m), Some(c)) => m < c,
+                    _ => true,
+                };
+                if !buffer_recovered(b.state.as_deref()) || b.open != Some(0) || behind {
+                    Some(format!(
+                        "its transaction buffer is {} with {} transaction(s) open and maxReadPosition {}",
+                        b.state.as_deref().unwrap_or("state not reported"),
+                        b.open.map_or("?".to_string(), |n| n.to_string()),
+                        shown(b.max_read)
+                    ))
+                } else {
+                    None
+                }
+            }
+        }
+    };
+    why.map(|why| {
+        format!(
+            "{partition}: GET_LAST_MESSAGE_ID answered an empty partition, but internalStats shows {entries} entr(ies) (lastConfirmedEntry {}) and {why}; the read is not evidence of a loss",
+            shown(l.last_confirmed)
+        )
+    })
 }
 
 /// Read the whole topic and check it holds exactly [0, count).
@@ -312,8 +355,8 @@ pub async fn read_back(
         if let Some(why) = stats.incomplete {
             incomplete.push(why);
         }
-        if let (true, Some(admin)) = (stats.empty_answer, shape.admin) {
-            if let Some(why) = empty_answer_contradicted(admin, t).await {
+        if let (Some(answer), Some(admin)) = (stats.empty_answer, shape.admin) {
+            if let Some(why) = empty_answer_contradicted(admin, t, answer).await {
                 incomplete.push(why);
             }
         }
@@ -430,18 +473,28 @@ mod tests {
     /// transactions still open; neither may count as readable.
     #[test]
     fn a_recovering_buffer_is_not_nothing_open() {
-        for state in [Some("Initializing"), Some("None"), Some("Close"), None] {
+        for state in [
+            Some("Initializing"),
+            Some("None"),
+            Some("Close"),
+            Some("ClosedAndCleared"),
+            None,
+        ] {
             let p = buf_in(state, Some(0), Some((9, 40)));
             let e = judge(Until::NothingOpen, &p).unwrap_err();
             assert!(e.contains("not recovered yet"), "{state:?}: {e}");
             let e = judge(Until::Past((9, 10)), &p).unwrap_err();
             assert!(e.contains("not recovered yet"), "{state:?}: {e}");
         }
-        for state in ["Ready", "Unused", "NoSnapshot"] {
+        for state in ["Ready", "NoSnapshot", "Unused"] {
             let p = buf_in(Some(state), Some(0), Some((9, 40)));
             assert_eq!(judge(Until::NothingOpen, &p), Ok(()), "{state}");
             assert_eq!(judge(Until::Past((9, 10)), &p), Ok(()), "{state}");
         }
+        // 4.2's first snapshot: held at the earliest position, said in its own words.
+        let p = buf_in(Some("FirstSnapshotting"), Some(0), Some((9, 40)));
+        let e = judge(Until::NothingOpen, &p).unwrap_err();
+        assert!(e.contains("first snapshot"), "{e}");
     }
 
     /// Regression (issue 29, 8): a topic of another partition count than the run wrote is

@@ -116,7 +116,7 @@ pub fn probe_outcome(r: &Result<(), TxnError>, answer: &AckAnswer) -> ProbeOutco
 pub async fn subscription_backlog(admin: &Admin, partitions: &[String]) -> Vec<PartitionBacklog> {
     let mut out = Vec::new();
     for t in partitions {
-        let (backlog, evidence) = match admin.topic_stats(t).await {
+        let (backlog, evidence) = match admin.topic_stats_precise(t).await {
             Ok(stats) => {
                 let s = &stats["subscriptions"][SUBSCRIPTION];
                 let backlog = s["msgBacklog"].as_u64();
@@ -129,7 +129,7 @@ pub async fn subscription_backlog(admin: &Admin, partitions: &[String]) -> Vec<P
                 (
                     backlog,
                     format!(
-                        "GET /admin/v2/{}/stats: subscriptions.{SUBSCRIPTION} = {evidence}",
+                        "GET /admin/v2/{}/stats?getPreciseBacklog=true: subscriptions.{SUBSCRIPTION} = {evidence}",
                         t.replacen("persistent://", "persistent/", 1)
                     ),
                 )

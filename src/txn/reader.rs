@@ -23,10 +23,10 @@ pub struct ReadStats {
     pub reconnects: u32,
     /// Why the read stopped short, when it did.
     pub incomplete: Option<String>,
-    /// GET_LAST_MESSAGE_ID answered a position before the first entry (`-1:-1`, or `L:-1`):
-    /// the partition looked empty to the reader. Cross-checked against the admin API by the
-    /// read-back (an open transaction at the start answers the same).
-    pub empty_answer: bool,
+    /// GET_LAST_MESSAGE_ID answered a position before the first entry (`-1:-1`, or `L:-1`),
+    /// as (ledger, entry) with -1 as `u64::MAX`: the partition looked empty to the reader.
+    /// Cross-checked against the admin API by the read-back.
+    pub empty_answer: Option<(u64, u64)>,
 }
 
 /// Where a read stops and how patient it is.
@@ -321,7 +321,7 @@ where
         }
         let stop = end.clone().expect("set above");
         if last_seen.is_none() && (stop.ledger_id == u64::MAX || stop.entry_id == u64::MAX) {
-            stats.empty_answer = true;
+            stats.empty_answer = Some((stop.ledger_id, stop.entry_id));
         }
         if nothing_left(&stop, opts, &last_seen) {
             stats.reached_end = true;

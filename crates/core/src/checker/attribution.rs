@@ -409,7 +409,7 @@ fn redelivery_lost(records: &[&AttemptRecord], ctx: &Context) -> Option<String> 
         .map(|b| b.evidence.as_str())
         .collect();
     Some(format!(
-        "the inputs of these outputs were acknowledged only in transaction(s) {} that ended aborted on Pulsar's word, so subscription {} had to deliver them again; no transaction took them again, and the admin API reports its backlog 0 on every partition ({}): Pulsar lost the redelivery (an aborted transaction's acknowledgement took effect)",
+        "the inputs of these outputs were acknowledged only in transaction(s) {} that ended aborted on Pulsar's word, so subscription {} had to deliver them again; no transaction took them again, and the admin API reports its precise backlog 0 on every partition ({}): the cursor treats the inputs as acknowledged although only aborted transactions acknowledged them (unless the namespace expires messages by TTL or evicts backlog, which the harness's clusters never do)",
         ids(records),
         evidence.subscription,
         quoted.join("; ")
@@ -428,7 +428,7 @@ fn attribute_duplicate(records: &[&AttemptRecord], span: Span, ctx: &Context) ->
         // Nothing of this run's wrote them: another writer, or a history of another topic.
         return (
             Cause::Harness,
-            "no transaction in the history carried these numbers, so this run did not write them: another writer on the topic, or a history that is not this topic's; nothing is claimed about Pulsar".into(),
+            "no transaction in the history carried these numbers, so this run did not write them: another writer on the topic, a history that is not this topic's, or a history that lost the records of the attempts that did; nothing is claimed about Pulsar".into(),
         );
     }
     let unknown: Vec<&AttemptRecord> = records

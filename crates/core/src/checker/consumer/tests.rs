@@ -354,7 +354,9 @@ fn an_input_acked_only_in_an_aborted_transaction_with_no_backlog_is_pulsars() {
     assert_eq!(v.status, Status::Violation, "{}", v.summary);
     assert_eq!(v.missing[0].cause, crate::checker::Cause::Pulsar);
     assert!(
-        v.missing[0].explanation.contains("lost the redelivery")
+        v.missing[0]
+            .explanation
+            .contains("only aborted transactions acknowledged them")
             && v.missing[0].explanation.contains("msgBacklog Some(0)"),
         "{}",
         v.missing[0].explanation
