@@ -100,6 +100,7 @@ impl Outcome {
             name: format!("{} seed {}", o.info.scenario, o.info.seed),
             seconds: o.elapsed.as_secs_f64(),
             failure,
+            faults: o.verdict.faults_summary.clone(),
         }
     }
 }

@@ -15,12 +15,22 @@ pub fn validate(path: &Path) -> Result<i32> {
         s.workload.txn_size,
         s.faults.len()
     );
+    warn_reach(path, &s);
     Ok(exit::PASS)
+}
+
+/// On standard error, where the schedule may come after the workload has finished (a fault
+/// then is skipped; a run that fired none is inconclusive). The exit code does not change.
+fn warn_reach(path: &Path, s: &scenario::Scenario) {
+    for w in plan::reach_warnings(s) {
+        eprintln!("warning: {}: {w}", path.display());
+    }
 }
 
 pub fn plan(path: &Path, seed: Option<u64>, commands: bool, adapter: Option<&Path>) -> Result<i32> {
     let s = scenario::load(path)?;
     let seed = seed.or(s.seed).unwrap_or(0);
+    warn_reach(path, &s);
     if commands {
         print!("{}", crate::runner::plan_commands(&s, seed, adapter)?);
     } else {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::checker::Status;
+use crate::checker::{FaultsSummary, Status};
 use crate::cli::SoakArgs;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
@@ -31,6 +31,18 @@ pub struct Iteration {
     pub reproduce: String,
     /// Fault kind -> how many fired in this iteration.
     pub faults: BTreeMap<String, u64>,
+    /// How many of the planned faults fired, and which did not (None: the iteration could not
+    /// run).
+    pub faults_summary: Option<FaultsSummary>,
+}
+
+impl Iteration {
+    /// `2/3`: planned faults fired of planned, or `-` for an iteration that could not run.
+    fn faults_cell(&self) -> String {
+        self.faults_summary
+            .as_ref()
+            .map_or_else(|| "-".into(), FaultsSummary::cell)
+    }
 }
 
 /// summary.json of a soak.
@@ -50,6 +62,12 @@ pub struct Summary {
     pub errors: u64,
     pub cluster_restarts: u64,
     pub faults: BTreeMap<String, u64>,
+    /// Planned fault firings over every iteration that ran, and how many of them fired.
+    pub faults_planned: u64,
+    pub faults_fired: u64,
+    /// Iterations that planned faults and fired none (graded inconclusive: nothing was tested
+    /// under faults).
+    pub iterations_without_faults: u64,
     pub interrupted: bool,
     pub runs: Vec<Iteration>,
 }
@@ -94,6 +112,19 @@ impl Summary {
             self.errors,
             self.cluster_restarts
         ));
+        if self.faults_planned > 0 {
+            t.push_str(&format!(
+                "  planned faults fired: {} of {}{}\n",
+                self.faults_fired,
+                self.faults_planned,
+                match self.iterations_without_faults {
+                    0 => String::new(),
+                    n => format!(
+                        "; {n} iteration(s) fired none (not tested under faults: inconclusive)"
+                    ),
+                }
+            ));
+        }
         if !self.faults.is_empty() {
             let f: Vec<String> = self
                 .faults
@@ -103,16 +134,17 @@ impl Summary {
             t.push_str(&format!("  faults fired: {}\n", f.join(", ")));
         }
         t.push_str(&format!(
-            "  {:>4}  {:>13}  {:<12}  {:>7}  summary\n",
-            "iter", "seed", "verdict", "seconds"
+            "  {:>4}  {:>13}  {:<12}  {:>7}  {:>6}  summary\n",
+            "iter", "seed", "verdict", "seconds", "faults"
         ));
         for r in &self.runs {
             t.push_str(&format!(
-                "  {:>4}  {:>13}  {:<12}  {:>7.1}  {}\n",
+                "  {:>4}  {:>13}  {:<12}  {:>7.1}  {:>6}  {}\n",
                 r.iteration,
                 r.seed,
                 r.status,
                 r.seconds,
+                r.faults_cell(),
                 r.summary.chars().take(100).collect::<String>()
             ));
         }
@@ -187,6 +219,7 @@ fn write_outputs(dir: &Path, summary: &Summary, junit: Option<&Path>) -> Result<
             .map(|r| Case {
                 name: format!("iteration {} seed {}", r.iteration, r.seed),
                 seconds: r.seconds,
+                faults: r.faults_summary.clone(),
                 failure: (r.status != "pass").then(|| {
                     (
                         r.status.clone(),
@@ -293,6 +326,9 @@ impl Summary {
             errors: 0,
             cluster_restarts: 0,
             faults: BTreeMap::new(),
+            faults_planned: 0,
+            faults_fired: 0,
+            iterations_without_faults: 0,
             interrupted: false,
             runs: Vec::new(),
         }
@@ -309,9 +345,17 @@ async fn record_outcome(
     keep_passing: usize,
 ) -> bool {
     let mut faults = BTreeMap::new();
-    for f in &o.verdict.faults {
+    // Fired: started and applied (a failed injection is not a fault that happened).
+    for f in o.verdict.faults.iter().filter(|f| f.applied) {
         *faults.entry(f.kind.clone()).or_insert(0) += 1;
         *summary.faults.entry(f.kind.clone()).or_insert(0) += 1;
+    }
+    if let Some(fs) = &o.verdict.faults_summary {
+        summary.faults_planned += fs.planned;
+        summary.faults_fired += fs.fired;
+        if fs.planned > 0 && fs.fired == 0 {
+            summary.iterations_without_faults += 1;
+        }
     }
     match o.verdict.status {
         Status::Pass => summary.passes += 1,
@@ -342,6 +386,7 @@ async fn record_outcome(
         run_dir: Some(o.run_dir.clone()),
         reproduce,
         faults,
+        faults_summary: o.verdict.faults_summary.clone(),
     });
     prune(&mut summary.runs, keep_passing);
     failed
@@ -367,6 +412,7 @@ fn record_error(
         run_dir: None,
         reproduce,
         faults: BTreeMap::new(),
+        faults_summary: None,
     });
 }
 
@@ -484,6 +530,7 @@ mod tests {
             run_dir: dir,
             reproduce: format!("pulsar-chaos run s.yaml --seed {i}"),
             faults: BTreeMap::new(),
+            faults_summary: None,
         }
     }
 
@@ -527,6 +574,9 @@ mod tests {
             errors: 0,
             cluster_restarts: 0,
             faults: BTreeMap::new(),
+            faults_planned: 0,
+            faults_fired: 0,
+            iterations_without_faults: 0,
             interrupted: false,
             runs: vec![it(1, "pass", None), it(2, "violation", None)],
         };
@@ -541,5 +591,67 @@ mod tests {
             t.contains("pulsar-chaos run s.yaml --seed 2   # iteration 2: violation"),
             "{t}"
         );
+    }
+
+    /// The soak: every iteration's faults skipped. Each line says 0/3, the totals say
+    /// none fired, and summary.json carries the counts (it said `"faults": {}` and nothing
+    /// else).
+    #[test]
+    fn the_summary_says_how_many_planned_faults_fired_per_iteration_and_in_all() {
+        let skipped = |names: &[&str]| FaultsSummary {
+            planned: 3,
+            fired: 3 - names.len() as u64,
+            skipped: names.len() as u64,
+            failed: 0,
+            not_fired: names
+                .iter()
+                .map(|n| crate::checker::NotFired {
+                    fault: n.to_string(),
+                    fate: "skipped".into(),
+                    reason: "the producer finished before the fault was due".into(),
+                })
+                .collect(),
+        };
+        let mut s = Summary::empty("s".into(), 1, 0);
+        let mut none = it(1, "inconclusive", None);
+        none.faults_summary = Some(skipped(&["loss#1", "unload#1", "loss#2"]));
+        let mut all = it(2, "pass", None);
+        all.faults_summary = Some(skipped(&[]));
+        let error = it(3, "error", None);
+        s.runs = vec![none, all, error];
+        s.iterations = 3;
+        s.faults_planned = 6;
+        s.faults_fired = 3;
+        s.iterations_without_faults = 1;
+        let t = s.table();
+        assert!(
+            t.contains("  planned faults fired: 3 of 6; 1 iteration(s) fired none (not tested under faults: inconclusive)\n"),
+            "{t}"
+        );
+        assert!(t.contains("seconds  faults  summary"), "{t}");
+        let lines: Vec<&str> = t.lines().collect();
+        let row = |i: &str| {
+            lines
+                .iter()
+                .find(|l| l.trim_start().starts_with(&format!("{i} ")))
+                .unwrap_or_else(|| panic!("{t}"))
+                .to_string()
+        };
+        assert!(row("1").contains("inconclusive      1.0     0/3"), "{t}");
+        assert!(row("2").contains("pass              1.0     3/3"), "{t}");
+        assert!(row("3").contains("error             1.0       -"), "{t}");
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["faults_planned"], 6);
+        assert_eq!(json["faults_fired"], 3);
+        assert_eq!(json["iterations_without_faults"], 1);
+        assert_eq!(json["runs"][0]["faults_summary"]["fired"], 0);
+        assert_eq!(
+            json["runs"][0]["faults_summary"]["not_fired"][2]["fault"],
+            "loss#2"
+        );
+        // No faults planned anywhere: no totals line.
+        let mut quiet = Summary::empty("s".into(), 1, 0);
+        quiet.runs = vec![it(1, "pass", None)];
+        assert!(!quiet.table().contains("planned faults fired"));
     }
 }

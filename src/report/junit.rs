@@ -1,7 +1,9 @@
 //! The JUnit XML file of `run --junit` and `soak --junit`: one `<testsuite>` named after the
 //! scenario, one `<testcase>` per run or soak iteration, and a `<failure>` (type = the
 //! verdict's status, message = its summary, text = seed, reproduce command and run
-//! directory) for each that did not pass. Written by the `quick-junit` crate, which escapes
+//! directory) for each that did not pass; when the run was given its plan, the properties
+//! `faults_planned` and `faults_fired` and, if faults were planned, a `<system-out>` saying
+//! how many fired and which did not. Written by the `quick-junit` crate, which escapes
 //! the markup and strips ANSI colour codes and the C0 control characters but the newline; the
 //! characters it leaves that XML 1.0 forbids (U+FFFE, U+FFFF) are taken out here, so text
 //! quoted from broker logs cannot make the file unreadable. Tabs and carriage returns, which
@@ -10,7 +12,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+
+use crate::checker::FaultsSummary;
 
 use crate::error::{Error, Result};
 
@@ -21,6 +25,8 @@ pub struct Case {
     pub seconds: f64,
     /// None: passed. Some((kind, message, details)): failed.
     pub failure: Option<(String, String, String)>,
+    /// How many of the planned faults fired (None: not known, e.g. the run could not run).
+    pub faults: Option<FaultsSummary>,
 }
 
 /// Write a JUnit XML file with one test suite.
@@ -54,12 +60,28 @@ fn junit_xml(
         let mut case = TestCase::new(xml_text(&c.name), status);
         case.set_classname(xml_text(&format!("pulsar-chaos.{suite}")))
             .set_time(time);
+        if let Some(f) = &c.faults {
+            add_faults(&mut case, f);
+        }
         s.add_test_case(case);
     }
     s.set_time(total);
     let mut report = Report::unnamed();
     report.set_time(total).add_test_suite(s);
     report.to_string()
+}
+
+/// The faults' properties, and with faults planned a line saying how many fired.
+fn add_faults(case: &mut TestCase, f: &FaultsSummary) {
+    case.add_property(Property::new("faults_planned", f.planned.to_string()))
+        .add_property(Property::new("faults_fired", f.fired.to_string()));
+    if f.planned > 0 {
+        let mut out = format!("faults: {}", f.count_text());
+        if !f.not_fired.is_empty() {
+            out.push_str(&format!("; not fired: {}", f.not_fired_text()));
+        }
+        case.set_system_out(xml_text(&out));
+    }
 }
 
 /// A time in seconds as a duration; a negative or not-a-number time is zero.

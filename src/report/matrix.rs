@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::fmt::esc;
 use super::page::page_start;
-use crate::matrix::{expectation_text, throughput_text, Matrix, Outcome};
+use crate::matrix::{expectation_text, faults_text, throughput_text, Matrix, Outcome};
 
 fn outcome_class(o: Outcome) -> &'static str {
     match o {
@@ -31,7 +31,7 @@ pub fn page(m: &Matrix) -> String {
         m.elapsed_s,
         if m.interrupted { " (interrupted)" } else { "" }
     );
-    h.push_str("<h2>Per version</h2>\n<table><thead><tr><th>version</th><th class=\"num\">runs</th><th class=\"num\">pass</th><th class=\"num\">violation</th><th class=\"num\">inconclusive</th><th class=\"num\">stalled</th><th class=\"num\">stuck</th><th class=\"num\">error</th><th class=\"num\">ambiguous commits</th><th class=\"num\">duplicate copies</th><th class=\"num\">missing</th><th class=\"num\">msg/s (median)</th><th>recovery after heal (median / max)</th><th>expected</th></tr></thead><tbody>\n");
+    h.push_str("<h2>Per version</h2>\n<table><thead><tr><th>version</th><th class=\"num\">runs</th><th class=\"num\">pass</th><th class=\"num\">violation</th><th class=\"num\">inconclusive</th><th class=\"num\">stalled</th><th class=\"num\">stuck</th><th class=\"num\">error</th><th class=\"num\">ambiguous commits</th><th class=\"num\">duplicate copies</th><th class=\"num\">missing</th><th class=\"num\">msg/s (median)</th><th class=\"num\">faults fired / planned</th><th>recovery after heal (median / max)</th><th>expected</th></tr></thead><tbody>\n");
     for r in &m.rows {
         let recovery: Vec<String> = r
             .recovery
@@ -45,7 +45,7 @@ pub fn page(m: &Matrix) -> String {
         };
         w!(
             h,
-            "<tr><td><b>{}</b></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td><span class=\"pill {exp_class}\">{}</span></td></tr>\n",
+            "<tr><td><b>{}</b></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td><span class=\"pill {exp_class}\">{}</span></td></tr>\n",
             esc(&r.version),
             r.runs,
             r.pass,
@@ -58,6 +58,7 @@ pub fn page(m: &Matrix) -> String {
             r.duplicate_copies,
             r.missing,
             throughput_text(r),
+            faults_text(r),
             recovery.join("<br>"),
             esc(&expectation_text(r))
         );
@@ -73,7 +74,7 @@ pub fn page(m: &Matrix) -> String {
             );
         }
     }
-    h.push_str("<h2>Runs</h2>\n<table><thead><tr><th>version</th><th class=\"num\">#</th><th class=\"num\">seed</th><th>outcome</th><th class=\"num\">seconds</th><th>summary</th><th>reproduce</th></tr></thead><tbody>\n");
+    h.push_str("<h2>Runs</h2>\n<table><thead><tr><th>version</th><th class=\"num\">#</th><th class=\"num\">seed</th><th>outcome</th><th class=\"num\">faults fired / planned</th><th class=\"num\">seconds</th><th>summary</th><th>reproduce</th></tr></thead><tbody>\n");
     for r in &m.runs {
         let link = match &r.run_dir {
             Some(d) => format!(
@@ -90,13 +91,16 @@ pub fn page(m: &Matrix) -> String {
         };
         w!(
             h,
-            "<tr id=\"{}-{}\"><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td><span class=\"pill {}\">{link}</span>{expectation}</td><td class=\"num\">{:.0}</td><td class=\"wrap\">{}</td><td class=\"wrap\"><code>{}</code></td></tr>\n",
+            "<tr id=\"{}-{}\"><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td><span class=\"pill {}\">{link}</span>{expectation}</td><td class=\"num\">{}</td><td class=\"num\">{:.0}</td><td class=\"wrap\">{}</td><td class=\"wrap\"><code>{}</code></td></tr>\n",
             esc(&r.version),
             r.index,
             esc(&r.version),
             r.index,
             r.seed,
             outcome_class(r.outcome),
+            r.faults
+                .as_ref()
+                .map_or_else(|| "-".into(), crate::checker::FaultsSummary::cell),
             r.seconds,
             esc(&r.summary),
             esc(&r.reproduce)
@@ -130,11 +134,17 @@ mod tests {
                 },
             );
         }
-        let pass = checker::verdict(
+        let mut pass = checker::verdict(
             t.finish().unwrap(),
             None::<Vec<std::result::Result<Event, String>>>,
             &Context::default(),
         );
+        pass.faults_summary = Some(checker::FaultsSummary {
+            planned: 2,
+            fired: 1,
+            skipped: 1,
+            ..Default::default()
+        });
         let mut stalled = pass.clone();
         stalled.status = Status::Inconclusive;
         stalled.stall = Some(checker::StallFinding {
@@ -176,6 +186,20 @@ mod tests {
         assert!(page.contains("href=\"4.0.7/run-1/report.html\""), "{page}");
         assert!(page.contains("stalled: 2/3"), "{page}");
         assert!(page.contains("not as expected"), "{page}");
+        // Faults fired of planned: the version's sum, and each run's.
+        assert!(
+            page.contains("<th class=\"num\">faults fired / planned</th>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<td class=\"num\">1000</td><td class=\"num\">3/6</td>"),
+            "{page}"
+        );
+        assert_eq!(
+            page.matches("<td class=\"num\">1/2</td>").count(),
+            3,
+            "{page}"
+        );
     }
 
     /// Issue 17: stuck runs have their own column next to "stalled" and their own colour.

@@ -150,7 +150,7 @@ pub(super) async fn execute(
         stuck_reads,
         consumer,
     };
-    let verdict = judge(req, dir, info, env, read, stall, &history_path).await?;
+    let verdict = judge(req, dir, info, env, plan, read, stall, &history_path).await?;
     dir.write_json("verdict.json", &verdict)?;
     crate::report::write_html(dir, info, plan, &verdict)?;
     Ok(Outcome {
@@ -553,6 +553,7 @@ async fn judge(
     dir: &RunDir,
     info: &RunInfo,
     env: &Env,
+    plan: &Plan,
     read: Read,
     stall: StallLogs,
     history_path: &Path,
@@ -582,6 +583,9 @@ async fn judge(
         broker_log: Vec::new(),
         stuck_reads,
         consumer,
+        // The whole plan, also for a resumed run: its history holds the faults fired before
+        // the interruption.
+        planned_faults: Some(plan.faults.iter().map(|f| f.name.clone()).collect()),
     };
     // What the checker sees is stored before it judges (`recheck` judges it again offline).
     // It grades every range (uncapped findings) and lists the first `LIST_CAP` of each kind.

@@ -109,3 +109,53 @@ fn plan_is_deterministic_from_the_command_line() {
     assert_eq!(a.stdout, b.stdout);
     assert_ne!(a.stdout, c.stdout);
 }
+
+/// Issue 29: a schedule in seconds on a workload without `rate:` (it may be done in a second)
+/// makes `validate` and `plan` warn on standard error; the exit code and `plan`'s JSON on
+/// standard output are unchanged. A workload that outlasts its faults gets no warning.
+#[test]
+fn validate_and_plan_warn_when_the_faults_may_come_after_the_workload() {
+    let dir = tmpdir("reach-cli");
+    let faults =
+        "faults:\n  - kind: topic_unload\n    name: unload\n    schedule: { at: [10s, 30s] }\n";
+    let fast = write(
+        &dir,
+        "fast.yaml",
+        &format!("name: fast\ncluster: {{ topology: standalone }}\nworkload:\n  topic: persistent://public/default/t\n  messages: 50000\n{faults}"),
+    );
+    let paced = write(
+        &dir,
+        "paced.yaml",
+        &format!("name: paced\ncluster: {{ topology: standalone }}\nworkload:\n  topic: persistent://public/default/t\n  messages: 50000\n  rate: 1000\n{faults}"),
+    );
+    for cmd in ["validate", "plan"] {
+        let o = run(&[cmd, fast.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(0), "{cmd}: {}", text(&o));
+        assert!(
+            err.contains(&format!(
+                "warning: {}: the workload has no `rate:`",
+                fast.display()
+            )),
+            "{cmd}: {err}"
+        );
+        assert!(
+            err.contains("faults are due up to 30s (`unload`)"),
+            "{cmd}: {err}"
+        );
+        assert!(
+            !String::from_utf8_lossy(&o.stdout).contains("warning"),
+            "{cmd}: the warning goes to standard error"
+        );
+        let o = run(&[cmd, paced.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{cmd}: {}", text(&o));
+        assert!(
+            !String::from_utf8_lossy(&o.stderr).contains("warning"),
+            "{cmd}: {}",
+            text(&o)
+        );
+    }
+    let o = run(&["plan", fast.to_str().unwrap(), "--seed", "1"]);
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(plan["faults"].as_array().unwrap().len(), 2);
+}

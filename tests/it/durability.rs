@@ -366,11 +366,13 @@ fn a_send_dropped_as_a_duplicate_fails_and_a_run_with_deduplication_passes() {
     });
 
     let dir = tmpdir("dedup-run");
+    // `rate:` makes the producer last at least 5 s, so the unload at 2 s fires (a run whose
+    // faults were all skipped is inconclusive, not a pass).
     let scenario = write(
         &dir,
         "dedup.yaml",
         &format!(
-            "name: dedup\ncluster: {{ service_url: {}, admin_url: {} }}\nworkload:\n  topic: persistent://public/default/dedup-run\n  partitions: 2\n  messages: 20000\n  txn_size: 100\n  batch_size: 10\n  concurrency: 4\n  txn_timeout: 10s\n  deduplication: true\nfaults:\n  - kind: topic_unload\n    schedule: {{ at: [2s] }}\n",
+            "name: dedup\ncluster: {{ service_url: {}, admin_url: {} }}\nworkload:\n  topic: persistent://public/default/dedup-run\n  partitions: 2\n  messages: 20000\n  txn_size: 100\n  batch_size: 10\n  concurrency: 4\n  rate: 4000\n  txn_timeout: 10s\n  deduplication: true\nfaults:\n  - kind: topic_unload\n    schedule: {{ at: [2s] }}\n",
             c.service_url, c.admin_url
         ),
     );

@@ -11,6 +11,7 @@ mod consume;
 mod durability;
 mod external;
 mod faults;
+mod faults_fired;
 mod findings;
 mod produce;
 mod recheck;

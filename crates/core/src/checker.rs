@@ -10,12 +10,14 @@
 //! One concern per file, in the order the data flows: `message` (a message's id and number),
 //! `tally` (the range check, with `bitmap` and `extra`), `findings` (what the read-back
 //! showed), `history_view` (the history in one pass), `attribution` (whose doing each anomaly
-//! is), `verdict` (grading and summary), and `model` (the verdict's types).
+//! is), `faults_fired` (whether the planned faults fired), `verdict` (grading and summary),
+//! and `model` (the verdict's types).
 
 mod attribution;
 mod bitmap;
 mod consumer;
 mod extra;
+mod faults_fired;
 mod findings;
 mod history_view;
 mod message;
@@ -26,6 +28,7 @@ mod test_support;
 mod verdict;
 
 pub use consumer::{AckLatency, ConsumerEvidence, ConsumerSummary, PartitionBacklog, ProbeRecord};
+pub use faults_fired::{FaultsSummary, NotFired};
 pub use findings::{CheckerError, DupSpan, Findings, Span, Unexpected, LIST_CAP};
 pub use message::{parse_number, MsgId};
 pub use model::{

@@ -9,7 +9,8 @@ pub const VIOLATION: i32 = 1;
 pub const BAD_INPUT: i32 = 2;
 /// Infrastructure failure: Docker unreachable, image missing, cluster never ready, port taken.
 pub const INFRASTRUCTURE: i32 = 3;
-/// The run could not decide: e.g. the read-back stopped short or the producer never finished.
+/// The run could not decide: e.g. the read-back stopped short, the producer never finished, or
+/// the scenario planned faults and none fired (nothing was tested under faults).
 pub const INCONCLUSIVE: i32 = 4;
 /// `recheck`: the run directory's stored read-back and history do not reproduce its
 /// verdict.json (the differences are printed).

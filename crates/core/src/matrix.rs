@@ -96,6 +96,9 @@ pub struct RunRecord {
     pub likely_cause: Option<String>,
     /// Whether the outcome is one the scenario expects on this version (None: no expectation).
     pub as_expected: Option<bool>,
+    /// How many of the planned faults fired (None: not known, e.g. the run could not run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<crate::checker::FaultsSummary>,
 }
 
 impl RunRecord {
@@ -133,6 +136,7 @@ impl RunRecord {
                 .and_then(|s| s.likely_cause.clone())
                 .or_else(|| v.stuck_reads.as_ref().and_then(|s| s.likely_cause.clone())),
             as_expected: expected.map(|e| outcome.meets(e)),
+            faults: v.faults_summary.clone(),
         }
     }
 
@@ -154,6 +158,7 @@ impl RunRecord {
             throughput: None,
             likely_cause: None,
             as_expected: expected.map(|_| false),
+            faults: None,
         }
     }
 }
@@ -229,6 +234,11 @@ pub struct VersionRow {
     /// Known causes the stalls' evidence matched (by the upstream issue they name), with how
     /// many runs named each.
     pub likely_causes: BTreeMap<String, u64>,
+    /// Planned fault firings over the version's runs, and how many of them fired.
+    #[serde(default)]
+    pub faults_planned: u64,
+    #[serde(default)]
+    pub faults_fired: u64,
 }
 
 /// `matrix.json`.
@@ -306,6 +316,16 @@ impl Matrix {
                         .then(|| runs.iter().filter(|r| r.outcome.meets(&expected)).count() as u64),
                     expected,
                     likely_causes,
+                    faults_planned: runs
+                        .iter()
+                        .filter_map(|r| r.faults.as_ref())
+                        .map(|f| f.planned)
+                        .sum(),
+                    faults_fired: runs
+                        .iter()
+                        .filter_map(|r| r.faults.as_ref())
+                        .map(|f| f.fired)
+                        .sum(),
                 }
             })
             .collect();
@@ -345,7 +365,7 @@ impl Matrix {
             }
         ));
         t.push_str(&format!(
-            "  {:<9} {:>4} {:>5} {:>9} {:>12} {:>7} {:>5} {:>5} {:>9} {:>10} {:>8} {:>10}  {}\n",
+            "  {:<9} {:>4} {:>5} {:>9} {:>12} {:>7} {:>5} {:>5} {:>9} {:>10} {:>8} {:>10} {:>9}  {}\n",
             "version",
             "runs",
             "pass",
@@ -358,11 +378,12 @@ impl Matrix {
             "duplicates",
             "missing",
             "msg/s",
+            "faults",
             "expected"
         ));
         for r in &self.rows {
             t.push_str(&format!(
-                "  {:<9} {:>4} {:>5} {:>9} {:>12} {:>7} {:>5} {:>5} {:>9} {:>10} {:>8} {:>10}  {}\n",
+                "  {:<9} {:>4} {:>5} {:>9} {:>12} {:>7} {:>5} {:>5} {:>9} {:>10} {:>8} {:>10} {:>9}  {}\n",
                 r.version,
                 r.runs,
                 r.pass,
@@ -375,6 +396,7 @@ impl Matrix {
                 r.duplicate_copies,
                 r.missing,
                 throughput_text(r),
+                faults_text(r),
                 expectation_text(r)
             ));
         }
@@ -412,11 +434,15 @@ impl Matrix {
             t.push_str("runs that did not pass:\n");
             for r in failures {
                 t.push_str(&format!(
-                    "  {} #{} seed {}: {}{}: {}\n      {}\n",
+                    "  {} #{} seed {}: {}{}{}: {}\n      {}\n",
                     r.version,
                     r.index,
                     r.seed,
                     r.outcome,
+                    match &r.faults {
+                        Some(f) if f.planned > 0 => format!(" (faults {})", f.cell()),
+                        _ => String::new(),
+                    },
                     match r.as_expected {
                         Some(true) => " (as expected)",
                         Some(false) => " (NOT as expected)",
@@ -453,6 +479,16 @@ pub fn throughput_text(r: &VersionRow) -> String {
     r.throughput_median
         .map(|x| format!("{x:.0}"))
         .unwrap_or_else(|| "-".into())
+}
+
+/// `12/15`: planned faults fired over the version's runs, of those planned; `-` with none
+/// planned.
+pub fn faults_text(r: &VersionRow) -> String {
+    if r.faults_planned == 0 {
+        "-".into()
+    } else {
+        format!("{}/{}", r.faults_fired, r.faults_planned)
+    }
 }
 
 /// `pass: 5/5`, `stalled: 3/5`, or `-` without an expectation.

@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 use crate::scenario::{FaultKind, FaultSpec, Guard, Scenario, Target, Timing, UnloadScope};
 use crate::seed::Rng;
 
+mod reach;
+pub use reach::reach_warnings;
+
 /// Where a planned fault lands, with the random choices resolved. `OwnerOfTopic` and
 /// `CoordinatorOwner` name which partition / coordinator; the broker that owns it is looked
 /// up when the fault fires and recorded in the history.

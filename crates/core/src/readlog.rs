@@ -390,6 +390,7 @@ mod tests {
                 likely_cause: None,
             }),
             consumer: None,
+            planned_faults: Some(vec!["pause#1".into(), "loss#2".into()]),
         };
         StoredReadback::new(n, log, findings, dup_ids, context)
     }

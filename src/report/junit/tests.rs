@@ -18,6 +18,7 @@ fn failed(name: &str, seconds: f64, status: &str, summary: &str, details: &str) 
         name: name.into(),
         seconds,
         failure: Some((status.into(), summary.into(), details.into())),
+        faults: None,
     }
 }
 
@@ -26,6 +27,7 @@ fn passed(name: &str, seconds: f64) -> Case {
         name: name.into(),
         seconds,
         failure: None,
+        faults: None,
     }
 }
 
@@ -215,4 +217,89 @@ fn junit_keeps_tabs_and_line_breaks_and_odd_times() {
         .unwrap();
     assert_eq!(suite.attribute("tests"), Some("0"));
     assert_eq!(suite.attribute("failures"), Some("0"));
+}
+
+/// Each case says how many planned faults fired: properties for tools, a line for people.
+/// The soak (every fault skipped) is then a failure that says why, not a pass.
+#[test]
+fn junit_cases_carry_the_faults_fired_of_planned() {
+    let none = FaultsSummary {
+        planned: 3,
+        fired: 0,
+        skipped: 3,
+        failed: 0,
+        not_fired: ["loss#1", "unload#1", "loss#2"]
+            .iter()
+            .map(|n| crate::checker::NotFired {
+                fault: n.to_string(),
+                fate: "skipped".into(),
+                reason: "the producer finished before the fault was due".into(),
+            })
+            .collect(),
+    };
+    let all = FaultsSummary {
+        planned: 2,
+        fired: 2,
+        ..FaultsSummary::default()
+    };
+    let mut skipped = failed(
+        "iteration 1 seed 1",
+        1.0,
+        "inconclusive",
+        "INCONCLUSIVE: none of the 3 planned faults fired",
+        "seed 1",
+    );
+    skipped.faults = Some(none);
+    let mut fired = passed("iteration 2 seed 2", 1.0);
+    fired.faults = Some(all);
+    let mut quiet = passed("iteration 3 seed 3", 1.0);
+    quiet.faults = Some(FaultsSummary::default());
+    let text = written("faults", "s", &[skipped, fired, quiet]);
+    let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let cases: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
+    let props = |c: &roxmltree::Node| -> Vec<(String, String)> {
+        c.descendants()
+            .filter(|n| n.has_tag_name("property"))
+            .map(|p| {
+                (
+                    p.attribute("name").unwrap().to_string(),
+                    p.attribute("value").unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let out = |c: &roxmltree::Node| {
+        c.children()
+            .find(|n| n.has_tag_name("system-out"))
+            .and_then(|n| n.text().map(str::to_string))
+    };
+    let p = |a: &str, b: &str| (a.to_string(), b.to_string());
+    assert_eq!(
+        props(&cases[0]),
+        [p("faults_planned", "3"), p("faults_fired", "0")]
+    );
+    assert!(
+        cases[0].children().any(|n| n.has_tag_name("failure")),
+        "{text}"
+    );
+    assert_eq!(
+        out(&cases[0]).as_deref(),
+        Some("faults: 0 of 3 planned faults fired; not fired: skipped (the producer finished before the fault was due): loss#1, unload#1, loss#2")
+    );
+    assert_eq!(
+        props(&cases[1]),
+        [p("faults_planned", "2"), p("faults_fired", "2")]
+    );
+    assert_eq!(
+        out(&cases[1]).as_deref(),
+        Some("faults: 2 of 2 planned faults fired")
+    );
+    assert_eq!(
+        props(&cases[2]),
+        [p("faults_planned", "0"), p("faults_fired", "0")]
+    );
+    assert_eq!(out(&cases[2]), None);
 }

@@ -7,6 +7,7 @@ use std::fmt;
 
 use rangemap::RangeInclusiveSet;
 
+use super::faults_fired::Fate;
 use super::model::{AttemptRecord, FaultRecord, ProducerSummary, StallFinding};
 use crate::history::{Event, EventBody, Outcome, TxnId};
 
@@ -32,6 +33,8 @@ pub(super) struct HistoryView {
     pub(super) first_error: Option<String>,
     /// A transform run's consumer side (empty for the producer's).
     pub(super) consumer: super::consumer::ConsumerSummary,
+    /// What became of each fault firing the history names, by name (the last word wins).
+    pub(super) fates: BTreeMap<String, Fate>,
 }
 
 impl HistoryView {
@@ -190,7 +193,8 @@ impl Scan<'_> {
                     v.faults[*i].action = action;
                 }
             }
-            EventBody::FaultFailed { fault, .. } => {
+            EventBody::FaultFailed { fault, error } => {
+                v.fates.insert(fault.clone(), Fate::Failed(error));
                 if let Some(i) = self.open_faults.remove(&fault) {
                     v.faults[i].applied = false;
                     v.faults[i].healed_ms = Some(t);
@@ -203,6 +207,9 @@ impl Scan<'_> {
                     v.faults[i].heal_ok = ok;
                     v.awaiting_recovery.push(i);
                 }
+            }
+            EventBody::FaultSkipped { fault, reason } => {
+                v.fates.insert(fault, Fate::Skipped(reason));
             }
             EventBody::Stalled { since_ms, .. } => v.stalled(t, since_ms),
             EventBody::ReplyDropped {
@@ -307,6 +314,7 @@ impl Scan<'_> {
         action: String,
     ) {
         let v = &mut self.v;
+        v.fates.insert(fault.clone(), Fate::Fired);
         self.open_faults.insert(fault.clone(), v.faults.len());
         v.commit_before.push(v.last_commit);
         v.faults.push(FaultRecord {

@@ -227,6 +227,10 @@ pub struct Verdict {
     /// the input subscription's backlog (see `checker::consumer`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consumer: Option<super::consumer::ConsumerSummary>,
+    /// How many of the planned faults fired, and which did not (None: the plan was not given,
+    /// as for `verify` or a read-back stored before this field existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults_summary: Option<super::faults_fired::FaultsSummary>,
 }
 
 /// How many missing and duplicated ranges were graded, by cause: every one the read-back
@@ -363,6 +367,11 @@ pub struct Context {
     /// runner from the admin API).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consumer: Option<super::consumer::ConsumerEvidence>,
+    /// The plan's fault firings by name (`pause#1`), as the history names them (filled by the
+    /// runner from the plan; None: no plan, as for `verify`). Against the history's
+    /// `fault_started`/`fault_skipped`/`fault_failed` they give the verdict's `faults_summary`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planned_faults: Option<Vec<String>>,
 }
 
 fn sorted_by_value<S: serde::Serializer>(

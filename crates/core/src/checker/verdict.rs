@@ -56,6 +56,15 @@ where
             cause_counts(&graded)
         ));
     }
+    // Faults planned and none fired: nothing was tested under faults (`faults_fired`).
+    let faults_summary = view.as_ref().and_then(|v| {
+        let planned = ctx.planned_faults.as_deref()?;
+        Some(super::faults_fired::FaultsSummary::of(planned, &v.fates))
+    });
+    let faults_sentence = faults_summary
+        .as_ref()
+        .map(|f| f.grade(&mut status, &mut reasons, &mut notes))
+        .unwrap_or_default();
     let mut summary = summary(&findings, status, &reasons, &notes, &graded);
     for f in consumer_findings {
         summary.push_str(&format!(" Consumer: {f}."));
@@ -63,6 +72,7 @@ where
     if let (Status::Stuck, Some(s)) = (status, &stuck_reads) {
         summary = stuck_summary(&findings, s, &reasons, &notes);
     }
+    summary.push_str(&faults_sentence);
     let (producer, attempts, faults) = match view {
         Some(v) => (
             Some(v.producer),
@@ -97,6 +107,7 @@ where
         stall,
         stuck_reads,
         consumer,
+        faults_summary,
     }
 }
 

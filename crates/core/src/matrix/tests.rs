@@ -267,3 +267,67 @@ fn a_stuck_reads_known_cause_is_counted_like_a_stalls() {
         Some("the coordinator gave up ending (0,7) ABORTING")
     );
 }
+
+/// Each run keeps how many of its planned faults fired; each version's row sums them and the
+/// table shows `fired/planned`, and a run that did not pass says its own count.
+#[test]
+fn rows_and_runs_say_how_many_planned_faults_fired() {
+    let fs = |planned, fired| checker::FaultsSummary {
+        planned,
+        fired,
+        skipped: planned - fired,
+        ..checker::FaultsSummary::default()
+    };
+    let mut all = verdict(&(0..10).collect::<Vec<_>>());
+    all.faults_summary = Some(fs(3, 3));
+    let mut none = all.clone();
+    none.status = Status::Inconclusive;
+    none.faults_summary = Some(fs(3, 0));
+    let mut quiet = verdict(&(0..10).collect::<Vec<_>>());
+    quiet.faults_summary = Some(fs(0, 0));
+    let mut m = Matrix {
+        scenario: "s".into(),
+        scenario_file: "s.yaml".into(),
+        versions: vec!["4.0.7".into(), "4.2.4".into()],
+        times: 2,
+        seeds: vec![7, 7],
+        started_ms: 0,
+        elapsed_s: 1.0,
+        interrupted: false,
+        rows: vec![],
+        runs: vec![
+            record("4.0.7", 1, &all, None),
+            record("4.0.7", 2, &none, None),
+            record("4.2.4", 1, &quiet, None),
+            RunRecord::error(at("4.2.4", 2), "no image".into(), None),
+        ],
+    };
+    m.summarize(&BTreeMap::new());
+    assert_eq!((m.rows[0].faults_planned, m.rows[0].faults_fired), (6, 3));
+    assert_eq!((m.rows[1].faults_planned, m.rows[1].faults_fired), (0, 0));
+    assert_eq!(faults_text(&m.rows[0]), "3/6");
+    assert_eq!(faults_text(&m.rows[1]), "-");
+    let t = m.table();
+    let header = t.lines().nth(1).unwrap();
+    assert!(header.contains("msg/s    faults  expected"), "{t}");
+    let row = t
+        .lines()
+        .find(|l| l.trim_start().starts_with("4.0.7"))
+        .unwrap();
+    assert!(row.ends_with("      3/6  -"), "{row:?}");
+    assert!(
+        t.contains("4.0.7 #2 seed 7: inconclusive (faults 0/3): "),
+        "{t}"
+    );
+    let back: Matrix = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+    assert_eq!(back, m);
+    // A matrix.json written before the counts existed still loads.
+    let mut old = serde_json::to_value(&m).unwrap();
+    for r in old["rows"].as_array_mut().unwrap() {
+        let r = r.as_object_mut().unwrap();
+        r.remove("faults_planned");
+        r.remove("faults_fired");
+    }
+    let back: Matrix = serde_json::from_value(old).unwrap();
+    assert_eq!(back.rows[0].faults_planned, 0);
+}
