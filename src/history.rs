@@ -20,8 +20,11 @@ struct Inner {
     out: BufWriter<File>,
     /// The same file, to sync outside the lock.
     file: Option<File>,
-    sinks: Vec<Box<dyn FnMut(&Event) + Send>>,
+    sinks: Vec<Sink>,
 }
+
+/// A subscriber to every event as it is recorded (`--json`, the progress line).
+type Sink = Box<dyn FnMut(&Event) + Send>;
 
 /// Errors of writing or reading a history file.
 #[derive(Debug, thiserror::Error)]
@@ -70,7 +73,7 @@ impl History {
     }
 
     /// Also hand every event to `sink` (live progress, `--json`).
-    pub fn add_sink(&self, sink: Box<dyn FnMut(&Event) + Send>) {
+    pub fn add_sink(&self, sink: Sink) {
         self.inner.lock().expect("history lock").sinks.push(sink);
     }
 

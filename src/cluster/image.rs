@@ -519,6 +519,25 @@ fn chown_tree(path: &Path, uid: u32, gid: u32) -> Result<(), String> {
     Ok(())
 }
 
+/// Connect to Docker and pick the image of a Pulsar version (printing which one and why).
+pub async fn engine_and_image(
+    named: Option<&str>,
+    version: &str,
+) -> Result<(Engine, String), ClusterError> {
+    let engine = Engine::connect().await?;
+    let (img, source) = resolve(&engine, named, version).await?;
+    match source {
+        ImageSource::Local {
+            official_unavailable,
+        } => eprintln!(
+            "image: {img} (built locally; {} unavailable: {official_unavailable})",
+            official_image(version)
+        ),
+        _ => eprintln!("image: {img}"),
+    }
+    Ok((engine, img))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -549,23 +568,4 @@ mod tests {
         );
         assert!(debian_packages("4.2.4").starts_with("openjdk-17-jre-headless,"));
     }
-}
-
-/// Connect to Docker and pick the image of a Pulsar version (printing which one and why).
-pub async fn engine_and_image(
-    named: Option<&str>,
-    version: &str,
-) -> Result<(Engine, String), ClusterError> {
-    let engine = Engine::connect().await?;
-    let (img, source) = resolve(&engine, named, version).await?;
-    match source {
-        ImageSource::Local {
-            official_unavailable,
-        } => eprintln!(
-            "image: {img} (built locally; {} unavailable: {official_unavailable})",
-            official_image(version)
-        ),
-        _ => eprintln!("image: {img}"),
-    }
-    Ok((engine, img))
 }

@@ -49,6 +49,17 @@ fn parse_subnet(subnet: &str) -> Option<(Ipv4Addr, u8)> {
     Some((a.parse().ok()?, p.parse().ok()?))
 }
 
+/// One node to start: its role and index, fixed address, command, environment and published
+/// ports (host address, host port).
+struct NodeSpec {
+    role: Role,
+    index: u32,
+    ip: Option<String>,
+    cmd: Vec<String>,
+    env: Vec<String>,
+    publish: Vec<(u16, String, u16)>,
+}
+
 impl Cluster {
     /// Create and start a cluster. Containers are started; readiness of Pulsar itself is
     /// checked by [`crate::ready`]. On error, everything created so far is removed.
@@ -137,16 +148,15 @@ impl Cluster {
         Ok(base)
     }
 
-    async fn add_node(
-        &mut self,
-        role: Role,
-        index: u32,
-        ip: Option<String>,
-        cmd: Vec<String>,
-        env: Vec<String>,
-        publish: Vec<(u16, String, u16)>,
-        kept: bool,
-    ) -> Result<Node, ClusterError> {
+    async fn add_node(&mut self, node: NodeSpec, kept: bool) -> Result<Node, ClusterError> {
+        let NodeSpec {
+            role,
+            index,
+            ip,
+            cmd,
+            env,
+            publish,
+        } = node;
         let label = match role {
             Role::Broker | Role::Bookie => format!("{}-{index}", role.as_str()),
             r => r.as_str().to_string(),
@@ -208,12 +218,14 @@ impl Cluster {
         ];
         let node = self
             .add_node(
-                Role::Standalone,
-                1,
-                None,
-                pulsar_cmd("standalone.conf", "standalone -nfw -nss"),
-                env,
-                node_spec_labels,
+                NodeSpec {
+                    role: Role::Standalone,
+                    index: 1,
+                    ip: None,
+                    cmd: pulsar_cmd("standalone.conf", "standalone -nfw -nss"),
+                    env,
+                    publish: node_spec_labels,
+                },
                 kept,
             )
             .await?;
@@ -254,12 +266,14 @@ impl Cluster {
         env.extend(prefixed(&[("clientPort", "2181".into())]));
         let zk = self
             .add_node(
-                Role::Zookeeper,
-                1,
-                Some(zk_ip.clone()),
-                pulsar_cmd("zookeeper.conf", "zookeeper"),
-                env,
-                vec![],
+                NodeSpec {
+                    role: Role::Zookeeper,
+                    index: 1,
+                    ip: Some(zk_ip.clone()),
+                    cmd: pulsar_cmd("zookeeper.conf", "zookeeper"),
+                    env,
+                    publish: vec![],
+                },
                 kept,
             )
             .await?;
@@ -295,12 +309,14 @@ impl Cluster {
         ];
         let init = self
             .add_node(
-                Role::Init,
-                1,
-                Some(addr(base, 11)),
-                init_cmd,
-                vec![format!("PULSAR_GC={GC}")],
-                vec![],
+                NodeSpec {
+                    role: Role::Init,
+                    index: 1,
+                    ip: Some(addr(base, 11)),
+                    cmd: init_cmd,
+                    env: vec![format!("PULSAR_GC={GC}")],
+                    publish: vec![],
+                },
                 kept,
             )
             .await?;
@@ -351,12 +367,14 @@ impl Cluster {
             ]));
             let node = self
                 .add_node(
-                    Role::Bookie,
-                    i,
-                    Some(ip),
-                    pulsar_cmd("bookkeeper.conf", "bookie"),
-                    env,
-                    vec![],
+                    NodeSpec {
+                        role: Role::Bookie,
+                        index: i,
+                        ip: Some(ip),
+                        cmd: pulsar_cmd("bookkeeper.conf", "bookie"),
+                        env,
+                        publish: vec![],
+                    },
                     kept,
                 )
                 .await?;
@@ -411,12 +429,14 @@ impl Cluster {
             ]));
             let node = self
                 .add_node(
-                    Role::Broker,
-                    i,
-                    Some(ip.clone()),
-                    pulsar_cmd("broker.conf", "broker"),
-                    env,
-                    vec![],
+                    NodeSpec {
+                        role: Role::Broker,
+                        index: i,
+                        ip: Some(ip.clone()),
+                        cmd: pulsar_cmd("broker.conf", "broker"),
+                        env,
+                        publish: vec![],
+                    },
                     kept,
                 )
                 .await?;

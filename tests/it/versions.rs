@@ -41,9 +41,7 @@ fn a_malformed_version_is_refused_before_anything_starts() {
     let scenario = write(
         &dir,
         "v.yaml",
-        &format!(
-            "name: vbad\ncluster:\n  topology: standalone\n  pulsar_version: latest\nworkload:\n  topic: persistent://public/default/x\n  messages: 10\n"
-        ),
+        "name: vbad\ncluster:\n  topology: standalone\n  pulsar_version: latest\nworkload:\n  topic: persistent://public/default/x\n  messages: 10\n",
     );
     let o = run(&["validate", scenario.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));

@@ -9,8 +9,7 @@ fn written(tag: &str, suite: &str, cases: &[Case]) -> String {
     let dir = tempdir(tag);
     let path = dir.join("junit.xml");
     write_junit(&path, suite, cases).unwrap();
-    let text = std::fs::read_to_string(&path).unwrap();
-    text
+    std::fs::read_to_string(&path).unwrap()
 }
 
 fn failed(name: &str, seconds: f64, status: &str, summary: &str, details: &str) -> Case {
