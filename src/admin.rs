@@ -35,6 +35,11 @@ impl AdminError {
     }
 }
 
+/// The durable subscription that holds a run's topics (the workload's, and a transform's
+/// input) from before the first message until the topic is deleted: see
+/// [`Admin::guard_topic`]. Nothing consumes from it.
+pub const RETAIN_SUBSCRIPTION: &str = "pulsar-chaos-retain";
+
 /// A client for one broker's admin API (any broker answers for the cluster; owner-only
 /// calls are redirected, and followed).
 #[derive(Clone)]
@@ -252,6 +257,32 @@ impl Admin {
             Err(e) if e.status() == Some(409) => Ok(()),
             Err(e) => Err(e),
         }
+    }
+
+    /// The retention guard: the durable subscription [`RETAIN_SUBSCRIPTION`] at the earliest
+    /// position on `topic` (on every partition of a partitioned one), created before anything
+    /// is produced, then checked on each partition. The topic is created first (a partitioned
+    /// one must already exist; a plain one is created here). While the guard's cursor stays at
+    /// the start, the broker deletes none of the topic's ledgers, whatever the namespace's
+    /// retention (Pulsar's default, 0, deletes a ledger every subscription has passed, or any
+    /// ledger of a topic without a subscription). An existing guard (a resumed run) is kept.
+    pub async fn guard_topic(&self, topic: &str, partitions: u32) -> Result<(), AdminError> {
+        if partitions <= 1 {
+            self.create_topic(topic).await?;
+        }
+        self.create_subscription(topic, RETAIN_SUBSCRIPTION).await?;
+        for t in crate::txn::partition_names(topic, partitions) {
+            let subs = self.subscriptions(&t).await?;
+            if !subs.iter().any(|s| s == RETAIN_SUBSCRIPTION) {
+                return Err(AdminError::Decode {
+                    url: format!("{}/admin/v2/{}/subscriptions", self.base, topic_path(&t)),
+                    message: format!(
+                        "{RETAIN_SUBSCRIPTION} was created but {t} lists only {subs:?}"
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The subscriptions of a topic.

@@ -31,6 +31,7 @@ macro_rules! w {
 mod anomalies;
 mod buckets;
 mod consumer;
+mod exits;
 mod faults;
 mod fmt;
 mod index;

@@ -11,11 +11,13 @@ mod driver;
 mod dry_run;
 mod env;
 mod faults;
+mod guard;
 mod kept;
 mod logs;
 mod phases;
 mod resume;
 mod stuck;
+mod supervisor;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,12 +35,12 @@ use crate::workload;
 pub use dry_run::{dry_run, plan_commands};
 pub use env::{check_external, describe_topology, start_cluster};
 pub use kept::KeptCluster;
+pub use supervisor::LOG_LINES;
 
 use env::{bring_up, finish, Env};
 use phases::execute;
 
-/// The durable subscription that holds the workload topic's messages until the read-back.
-pub const RETAIN_SUBSCRIPTION: &str = "pulsar-chaos-retain";
+pub use crate::admin::RETAIN_SUBSCRIPTION;
 
 /// What to run.
 #[derive(Debug, Clone)]

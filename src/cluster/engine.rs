@@ -58,6 +58,8 @@ pub struct State {
     pub paused: bool,
     pub exit_code: Option<i64>,
     pub status: String,
+    /// The kernel's OOM killer ended it.
+    pub oom_killed: bool,
 }
 
 /// What to create.
@@ -435,6 +437,7 @@ impl Engine {
                     paused: s.paused.unwrap_or(false),
                     exit_code: s.exit_code,
                     status: s.status.map(|s| s.to_string()).unwrap_or_default(),
+                    oom_killed: s.oom_killed.unwrap_or(false),
                 }))
             }
             Err(e) if is_status(&e, 404) => Ok(None),

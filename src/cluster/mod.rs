@@ -8,7 +8,8 @@
 //! The parts: `topology` (starting the standalone and the cluster topology, with fixed
 //! addresses), `nodes` (a run's cluster found again by its labels, and its brokers and nodes
 //! looked up), `readiness` (waiting for a container's condition), `node_ops` (the primitives
-//! for faults), `sidecar` (a command in a container's network namespace), `logs` (what the
+//! for faults), `sidecar` (a command in a container's network namespace), `supervise` (nodes that
+//! exited on their own, started again unless a fault holds them down), `logs` (what the
 //! containers print and use) and `cleanup` (teardown and listing by label). Only `engine`
 //! imports bollard.
 
@@ -21,6 +22,7 @@ mod node_ops;
 mod nodes;
 mod readiness;
 mod sidecar;
+mod supervise;
 mod topology;
 
 use std::collections::HashMap;
@@ -31,8 +33,9 @@ use engine::{Engine, LABEL_MANAGED, LABEL_RUN};
 use crate::scenario::Topology;
 
 pub use cleanup::{list_networks, list_runs, remove_labelled, remove_run, Removed, RunInfo};
-pub use readiness::tcp_open;
+pub use readiness::{tcp_open, zk_ruok};
 pub use sidecar::exec_in_netns;
+pub use supervise::{has_exited, last_lines, Exited, Holds, NodeDown};
 
 /// Errors of the Docker side. Each renders as one paragraph a user can act on.
 #[derive(Debug, thiserror::Error)]

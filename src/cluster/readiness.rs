@@ -56,7 +56,7 @@ impl Cluster {
 }
 
 /// ZooKeeper's four-letter `ruok`.
-pub(super) async fn zk_ruok(ip: &str) -> bool {
+pub async fn zk_ruok(ip: &str) -> bool {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let fut = async {
         let mut s = tokio::net::TcpStream::connect((ip, 2181)).await.ok()?;

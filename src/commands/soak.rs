@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::checker::{FaultsSummary, Status};
 use crate::cli::SoakArgs;
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, NodeDown};
 use crate::error::{Error, Result};
 use crate::exit;
 use crate::report::{self, Case, IndexRow};
@@ -34,6 +34,13 @@ pub struct Iteration {
     /// How many of the planned faults fired, and which did not (None: the iteration could not
     /// run).
     pub faults_summary: Option<FaultsSummary>,
+    /// An iteration that could not run: the error in full.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub error: String,
+    /// An iteration that could not run: the nodes of the soak's cluster that were not running
+    /// then, with Docker's status, exit code and their last log lines.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes_down: Vec<NodeDown>,
 }
 
 impl Iteration {
@@ -148,6 +155,7 @@ impl Summary {
                 r.summary.chars().take(100).collect::<String>()
             ));
         }
+        could_not_run(&mut t, &self.runs);
         let failures: Vec<&Iteration> = self.runs.iter().filter(|r| r.status != "pass").collect();
         if !failures.is_empty() {
             t.push_str("reproduce the failures with:\n");
@@ -159,6 +167,49 @@ impl Summary {
             }
         }
         t
+    }
+}
+
+/// Log lines of a node down shown in summary.txt (summary.json has them all).
+const DOWN_LINES_SHOWN: usize = 10;
+
+/// Why each iteration that could not run did not: the error's first line, and every node that
+/// was not running then with its state and last log lines.
+fn could_not_run(t: &mut String, runs: &[Iteration]) {
+    let errors: Vec<&Iteration> = runs.iter().filter(|r| r.status == "error").collect();
+    if errors.is_empty() {
+        return;
+    }
+    t.push_str(
+        "could not run:
+",
+    );
+    for r in errors {
+        t.push_str(&format!(
+            "  iteration {}: {}
+",
+            r.iteration,
+            r.error.lines().next().unwrap_or(&r.summary)
+        ));
+        if r.nodes_down.is_empty() {
+            t.push_str(
+                "    every node of the cluster was running
+",
+            );
+        }
+        for d in &r.nodes_down {
+            t.push_str(&format!(
+                "    {d}; its last log lines:
+"
+            ));
+            let skip = d.log.len().saturating_sub(DOWN_LINES_SHOWN);
+            for l in &d.log[skip..] {
+                t.push_str(&format!(
+                    "      {l}
+"
+                ));
+            }
+        }
     }
 }
 
@@ -387,33 +438,50 @@ async fn record_outcome(
         reproduce,
         faults,
         faults_summary: o.verdict.faults_summary.clone(),
+        error: String::new(),
+        nodes_down: Vec::new(),
     });
     prune(&mut summary.runs, keep_passing);
     failed
 }
 
-/// Count and record an iteration that could not run.
+/// Count and record an iteration that could not run, with the nodes that were down then.
 fn record_error(
     summary: &mut Summary,
     e: &Error,
-    i: u64,
-    seed: u64,
+    (i, seed): (u64, u64),
     reproduce: String,
     t: Instant,
+    nodes_down: Vec<NodeDown>,
 ) {
     eprintln!("soak: iteration {i} could not run: {e}");
+    let error = e.to_string();
+    let mut why = error.lines().next().unwrap_or_default().to_string();
+    for d in &nodes_down {
+        why.push_str(&format!("; {d}"));
+    }
     summary.errors += 1;
     summary.runs.push(Iteration {
         iteration: i,
         seed,
         status: "error".into(),
-        summary: e.to_string(),
+        summary: why,
         seconds: t.elapsed().as_secs_f64(),
         run_dir: None,
         reproduce,
         faults: BTreeMap::new(),
         faults_summary: None,
+        error,
+        nodes_down,
     });
+}
+
+/// The soak cluster's nodes that are not running now, with their last log lines.
+async fn nodes_down(kept: &Option<KeptCluster>) -> Vec<NodeDown> {
+    match kept.as_ref().and_then(|k| k.current()) {
+        Some(c) => c.nodes_down(crate::runner::LOG_LINES).await,
+        None => Vec::new(),
+    }
 }
 
 pub async fn soak(args: SoakArgs) -> Result<i32> {
@@ -483,7 +551,8 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
                     break;
                 }
                 Err(e) => {
-                    record_error(&mut summary, &e, i, seed, reproduce, t);
+                    let down = nodes_down(&kept).await;
+                    record_error(&mut summary, &e, (i, seed), reproduce, t, down);
                     if args.stop_on_failure {
                         break;
                     }
@@ -531,7 +600,43 @@ mod tests {
             reproduce: format!("pulsar-chaos run s.yaml --seed {i}"),
             faults: BTreeMap::new(),
             faults_summary: None,
+            error: String::new(),
+            nodes_down: Vec::new(),
         }
+    }
+
+    #[test]
+    fn an_iteration_that_could_not_run_says_which_node_was_down_and_its_last_lines() {
+        let mut s = Summary::empty("s".into(), 1, 0);
+        let e =
+            Error::Pulsar("the cluster did not become ready: broker-2 exited\n--- logs ---".into());
+        let down = vec![NodeDown {
+            node: "broker-2".into(),
+            container: "pc-x-broker-2".into(),
+            status: "exited".into(),
+            exit_code: Some(1),
+            log: (1..=12).map(|n| format!("line {n}")).collect(),
+        }];
+        record_error(&mut s, &e, (3, 7), "r".into(), Instant::now(), down);
+        let r = &s.runs[0];
+        assert_eq!(
+            r.summary,
+            "the cluster did not become ready: broker-2 exited; broker-2 (pc-x-broker-2) is exited with exit code 1"
+        );
+        let t = s.table();
+        assert!(t.contains("could not run:\n  iteration 3: the cluster did not become ready: broker-2 exited\n    broker-2 (pc-x-broker-2) is exited with exit code 1; its last log lines:\n      line 3\n"), "{t}");
+        assert!(
+            t.contains("      line 12\n") && !t.contains("line 2\n"),
+            "{t}"
+        );
+        let j = serde_json::to_value(&s).unwrap();
+        assert_eq!(j["runs"][0]["nodes_down"][0]["exit_code"], 1);
+        assert_eq!(j["runs"][0]["nodes_down"][0]["log"][11], "line 12");
+        // An iteration that ran has neither key.
+        assert!(serde_json::to_value(it(1, "pass", None))
+            .unwrap()
+            .get("nodes_down")
+            .is_none());
     }
 
     #[test]

@@ -34,6 +34,7 @@ impl Nemesis {
             next_change: AtomicU64::new(1),
             reply_loss: None,
             consumer_restarts: None,
+            holds: std::sync::Arc::default(),
         }
     }
 }

@@ -103,6 +103,9 @@ pub struct Nemesis {
     reply_loss: Option<Arc<reply_loss::ReplyLossProxy>>,
     /// The transform's consumers, for `consumer_restart` faults.
     consumer_restarts: Option<Arc<crate::transform::restart::Restarts>>,
+    /// The nodes a restart fault holds down, shared with the run's supervisor (which starts
+    /// every other node that exited).
+    holds: Arc<crate::cluster::Holds>,
 }
 
 /// One fault kind: make it happen, and undo it.
@@ -155,7 +158,14 @@ impl Nemesis {
             next_change: AtomicU64::new(1),
             reply_loss: None,
             consumer_restarts: None,
+            holds: Arc::default(),
         }
+    }
+
+    /// Share the marks of the nodes a fault holds down with the run's supervisor.
+    pub fn with_holds(mut self, holds: Arc<crate::cluster::Holds>) -> Nemesis {
+        self.holds = holds;
+        self
     }
 
     /// The nemesis of a cluster the harness did not start: destructive faults through the
@@ -483,7 +493,11 @@ impl Nemesis {
 
     /// Undo everything still journaled for this run (before the final read, on error).
     pub async fn heal_all(&self) -> Vec<String> {
-        heal_outstanding(self.cluster.as_ref().map(|c| c.engine()), self.run_id()).await
+        let healed =
+            heal_outstanding(self.cluster.as_ref().map(|c| c.engine()), self.run_id()).await;
+        // Every node is up again: none is held down any more.
+        self.holds.clear().await;
+        healed
     }
 }
 
@@ -521,22 +535,34 @@ impl Injector for Restart {
         let change = nem.journal(Change::Stopped {
             container: node.id.clone(),
         })?;
-        let action = match self.mode {
-            RestartMode::Kill => match nem.docker()?.kill_now(&node, target_pid).await? {
-                "kill(2)" => format!(
-                    "kill -KILL {} (the main process of {})",
-                    target_pid.unwrap_or(0),
-                    node.name
-                ),
-                _ => format!("docker kill --signal SIGKILL {}", node.name),
-            },
-            RestartMode::Graceful => {
-                nem.docker()?.stop(&node, STOP_TIMEOUT).await?;
-                format!(
-                    "docker stop --time {} {}",
-                    STOP_TIMEOUT.as_secs(),
-                    node.name
-                )
+        // Held down until the heal has started it again: the supervisor leaves it alone.
+        nem.holds.hold(&node).await;
+        let stopped = async {
+            Ok::<_, NemesisError>(match self.mode {
+                RestartMode::Kill => match nem.docker()?.kill_now(&node, target_pid).await? {
+                    "kill(2)" => format!(
+                        "kill -KILL {} (the main process of {})",
+                        target_pid.unwrap_or(0),
+                        node.name
+                    ),
+                    _ => format!("docker kill --signal SIGKILL {}", node.name),
+                },
+                RestartMode::Graceful => {
+                    nem.docker()?.stop(&node, STOP_TIMEOUT).await?;
+                    format!(
+                        "docker stop --time {} {}",
+                        STOP_TIMEOUT.as_secs(),
+                        node.name
+                    )
+                }
+            })
+        }
+        .await;
+        let action = match stopped {
+            Ok(a) => a,
+            Err(e) => {
+                nem.holds.release(&node).await;
+                return Err(e);
             }
         };
         Ok(Applied {
@@ -556,6 +582,7 @@ impl Injector for Restart {
             .wait_not_running(node, STOP_TIMEOUT + Duration::from_secs(15))
             .await?;
         nem.docker()?.start(node).await?;
+        nem.holds.release(node).await;
         for (id, _) in &a.changes {
             nem.journal_healed(*id);
         }

@@ -302,6 +302,7 @@ fn render_html(info: &RunInfo, plan: &Plan, v: &Verdict, scan: &Scan) -> String 
     super::consumer::consumer_section(&mut h, v);
     anomalies_section(&mut h, v);
     faults_section(&mut h, scan, plan, v);
+    super::exits::exits_section(&mut h, scan);
     attempts_section(&mut h, v);
     w!(
         h,

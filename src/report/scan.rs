@@ -67,6 +67,20 @@ pub(super) struct RemedyMark {
     pub(super) elapsed_ms: u64,
 }
 
+/// A node's own exit (`node_exited`) and what the supervisor's restart of it came to
+/// (`node_restarted`).
+#[derive(Debug, Clone)]
+pub(super) struct OwnExit {
+    pub(super) t_ms: u64,
+    pub(super) node: String,
+    pub(super) container: String,
+    pub(super) exit_code: Option<i64>,
+    pub(super) oom_killed: bool,
+    pub(super) log: Vec<String>,
+    /// (when, served again, after how long, detail).
+    pub(super) restarted: Option<(u64, bool, u64, String)>,
+}
+
 /// An attempt opened and not yet ended.
 struct OpenAttempt {
     messages: u64,
@@ -101,6 +115,8 @@ pub(super) struct Scan {
     /// Read-backs held after every fault healed, and the remedies tried on them.
     pub(super) stuck: Vec<StuckSpan>,
     pub(super) remedies: Vec<RemedyMark>,
+    /// Nodes that exited on their own (Pulsar's own exits), and their restarts.
+    pub(super) exits: Vec<OwnExit>,
 }
 
 impl Scan {
@@ -187,6 +203,36 @@ impl Scan {
             }
             body @ (EventBody::ReadStuck { .. } | EventBody::RemedyTried { .. }) => {
                 self.stuck_event(t, body)
+            }
+            EventBody::NodeExited {
+                node,
+                container,
+                exit_code,
+                oom_killed,
+                log,
+            } if self.exits.len() < MAX_FAULTS => self.exits.push(OwnExit {
+                t_ms: t,
+                node,
+                container,
+                exit_code,
+                oom_killed,
+                log,
+                restarted: None,
+            }),
+            EventBody::NodeRestarted {
+                node,
+                ok,
+                ready_ms,
+                detail,
+            } => {
+                if let Some(e) = self
+                    .exits
+                    .iter_mut()
+                    .rev()
+                    .find(|e| e.node == node && e.restarted.is_none())
+                {
+                    e.restarted = Some((t, ok, ready_ms, detail));
+                }
             }
             _ => {}
         }

@@ -35,6 +35,7 @@ pub(super) async fn nemesis(
     info: &RunInfo,
     proxy: &Option<Arc<ReplyLossProxy>>,
     driver: &Driver,
+    holds: &Arc<crate::cluster::Holds>,
 ) -> Result<Option<Arc<Nemesis>>> {
     let w = &req.scenario.workload;
     let restarts = match driver {
@@ -65,7 +66,8 @@ pub(super) async fn nemesis(
                 tools,
                 info.topic.clone(),
                 w.partitions,
-            );
+            )
+            .with_holds(holds.clone());
             Some(Arc::new(with_restarts(match proxy {
                 Some(p) => n.with_reply_loss(p.clone()),
                 None => n,

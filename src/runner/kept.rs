@@ -1,6 +1,7 @@
 //! One cluster kept across several runs (the iterations of a soak, the tries of a shrink):
 //! started on first use, checked healthy before each run and re-created when it is not, taken
-//! down at the end unless it is to be kept. Every cluster it starts is registered for the
+//! down at the end unless it is to be kept. A node that exited on its own between runs is started
+//! again before the check. Every cluster it starts is registered for the
 //! cleanup on Ctrl-C (`lifecycle::RunGuard`).
 
 use std::sync::Arc;
@@ -46,6 +47,21 @@ impl KeptCluster {
     /// one taken down first).
     pub async fn ensure(&mut self) -> Result<Arc<Cluster>> {
         if let Some(c) = &self.cluster {
+            // A node that exited on its own between runs is started again, as a supervisor
+            // would (during a run the run's supervisor does it, and records it).
+            let none = Default::default();
+            let holds = crate::cluster::Holds::default();
+            for e in c.restart_exited(&holds, &none, &none, 3).await {
+                eprintln!(
+                    "{} had exited on its own between runs (exit code {}); started it again{}",
+                    e.node.label(),
+                    e.exit_code.map_or("unknown".into(), |c| c.to_string()),
+                    match e.started {
+                        Some(Err(err)) => format!(" - the start failed: {err}"),
+                        _ => String::new(),
+                    }
+                );
+            }
             if crate::ready::wait_ready(c, HEALTHY_WITHIN).await.is_ok() {
                 return Ok(c.clone());
             }

@@ -31,6 +31,7 @@ use super::driver::{consumer_evidence, start_transform, Driver, TransformStart};
 use super::env::Env;
 use super::logs::{quote_broker_log, save_logs, stall_logs, StallLogs};
 use super::resume::{next_attempt, remaining_plan};
+use super::supervisor::Supervisor;
 use super::{faults, Outcome, Request};
 
 /// The run's steps, each a function of this module (the faults' tasks are in `faults`).
@@ -45,10 +46,21 @@ pub(super) async fn execute(
     let started = Instant::now();
     let w = &req.scenario.workload;
     let admin = Admin::new(&env.admin_url);
-    prepare_topic(&admin, &info.topic, w).await?;
+    let guarded = prepare_topic(&admin, &info.topic, w, env.cluster.is_none()).await?;
     let history_path = dir.file("history.jsonl");
     let journal = Journal::open(&dir.file("journal")).map_err(|e| Error::Pulsar(e.to_string()))?;
     let (history, first_attempt) = open_history(req, info, &history_path, &journal, resuming)?;
+    for message in guarded {
+        history.record(EventBody::Note { message });
+    }
+    // Faults active now (and nodes being started again after their own exit).
+    let active: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    // The nodes a restart fault holds down; the supervisor starts every other node that exits.
+    let holds = Arc::new(crate::cluster::Holds::default());
+    let supervisor = env
+        .cluster
+        .as_ref()
+        .map(|c| Supervisor::start(c.clone(), holds.clone(), history.clone(), active.clone()));
     // The producer's connections go through a proxy when a fault drops its replies.
     let proxy = plan
         .faults
@@ -82,8 +94,7 @@ pub(super) async fn execute(
 
     // Faults.
     let (stop_tx, stop_rx) = watch::channel(false);
-    let active: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
-    let nemesis = faults::nemesis(req, env, &admin, info, &proxy, &producer).await?;
+    let nemesis = faults::nemesis(req, env, &admin, info, &proxy, &producer, &holds).await?;
     // A resumed run continues the plan: a fault that started before the interruption is not
     // fired again (its time has passed, so it would fire at once, after every resume).
     let remaining;
@@ -127,8 +138,9 @@ pub(super) async fn execute(
     }
     print_producer(&report);
     if let Some(c) = &env.cluster {
-        if !plan.faults.is_empty() {
-            crate::ready::wait_ready(c, Duration::from_secs(300)).await?;
+        let own_exits = supervisor.as_ref().is_some_and(|s| s.exits() > 0);
+        if !plan.faults.is_empty() || own_exits {
+            ready_again(c, supervisor.as_ref()).await?;
         }
     }
 
@@ -162,16 +174,34 @@ pub(super) async fn execute(
     })
 }
 
-/// Create the topic (partitioned when it has partitions; a plain one is created by
-/// `enable_deduplication`), and turn deduplication on when the workload asks.
-async fn prepare_topic(admin: &Admin, topic: &str, w: &Workload) -> Result<()> {
-    if w.partitions > 1 {
-        admin.create_partitioned_topic(topic, w.partitions).await?;
+/// Create the topic (and a transform's input) with its retention guard (`guard`), before
+/// anything is produced, and turn deduplication on when the workload asks. On a cluster the
+/// harness did not start (`external`), a topic or guard Pulsar refuses refuses the run
+/// (exit 2). Returns the history's notes.
+async fn prepare_topic(
+    admin: &Admin,
+    topic: &str,
+    w: &Workload,
+    external: bool,
+) -> Result<Vec<String>> {
+    let mut topics = vec![topic.to_string()];
+    if w.transform.is_some() {
+        topics.push(crate::scenario::transform::input_topic(topic));
+    }
+    let mut notes = Vec::new();
+    for t in &topics {
+        if w.partitions > 1 {
+            admin
+                .create_partitioned_topic(t, w.partitions)
+                .await
+                .map_err(|e| super::guard::refusal(t, &e, external))?;
+        }
+        notes.push(super::guard::guard(admin, t, w.partitions, external).await?);
     }
     if w.deduplication {
         enable_deduplication(admin, topic, w.partitions).await?;
     }
-    Ok(())
+    Ok(notes)
 }
 
 /// Turn deduplication on for the workload topic and wait, by condition, until every partition
@@ -454,6 +484,32 @@ fn print_producer(report: &workload::Report) {
         report.elapsed.as_secs_f64(),
         report.detail
     );
+}
+
+/// After the faults: wait until the cluster serves transactions again. A node that exits on
+/// its own meanwhile is started again by the supervisor, and the wait starts over (three
+/// times at most).
+async fn ready_again(c: &crate::cluster::Cluster, sup: Option<&Supervisor>) -> Result<()> {
+    let mut tries = 0;
+    loop {
+        if let Some(s) = sup {
+            s.settle().await;
+        }
+        let before = sup.map_or(0, |s| s.exits());
+        match crate::ready::wait_ready(c, Duration::from_secs(300)).await {
+            Ok(_) => return Ok(()),
+            Err(e) => {
+                if let Some(s) = sup {
+                    s.settle().await;
+                }
+                if tries < 3 && sup.map_or(0, |s| s.exits()) > before {
+                    tries += 1;
+                    continue;
+                }
+                return Err(e.into());
+            }
+        }
+    }
 }
 
 /// The read-back and what held it.

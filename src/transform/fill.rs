@@ -122,6 +122,9 @@ pub async fn fill_input(
     if w.partitions > 1 {
         admin.create_partitioned_topic(input, w.partitions).await?;
     }
+    // The retention guard (the runner made it before the run; a resume that deleted an
+    // unfinished fill makes it again), before the first input is produced.
+    admin.guard_topic(input, w.partitions).await?;
     let cfg = ProducerConfig {
         topic: input.to_string(),
         partitions: w.partitions,

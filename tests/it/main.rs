@@ -19,6 +19,7 @@ mod replyloss;
 mod shrink;
 mod soak;
 mod stuck;
+mod supervisor;
 mod transform;
 mod transform_resume;
 mod versions;

@@ -187,6 +187,30 @@ pub enum EventBody {
         elapsed_ms: u64,
         detail: String,
     },
+    /// A node of the cluster the harness started exited while no fault of the harness held
+    /// it down: Pulsar's own exit (a broker whose ZooKeeper session expired shuts itself down
+    /// by design), as Docker reports it, with the last lines of its log. The supervisor starts
+    /// it again (`node_restarted`), as Kubernetes or systemd would.
+    NodeExited {
+        /// "broker-2", "bookie-1", "zookeeper", "standalone".
+        node: String,
+        container: String,
+        exit_code: Option<i64>,
+        #[serde(default)]
+        oom_killed: bool,
+        /// Its last log lines, oldest first.
+        #[serde(default)]
+        log: Vec<String>,
+    },
+    /// The supervisor started an exited node again: `ok` when it served again (`ready_ms`
+    /// after the start), else `detail` says why not (it exited again, it did not become ready,
+    /// the start failed, it was given up after too many exits).
+    NodeRestarted {
+        node: String,
+        ok: bool,
+        ready_ms: u64,
+        detail: String,
+    },
     /// Free text of note (reconnects, resume, read-back start and end).
     Note { message: String },
     /// Transform: the inputs an attempt took from the input topic (its `txn_opened` names the
@@ -305,5 +329,45 @@ impl EventBody {
                 | EventBody::InputsAcked { .. }
                 | EventBody::InputsRedelivered { .. }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nodes_own_exit_and_its_restart_round_trip_and_old_lines_still_parse() {
+        let line = r#"{"t_ms":1200,"event":"node_exited","node":"broker-2","container":"pc-x-broker-2","exit_code":1}"#;
+        let e: Event = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            e.body,
+            EventBody::NodeExited {
+                node: "broker-2".into(),
+                container: "pc-x-broker-2".into(),
+                exit_code: Some(1),
+                oom_killed: false,
+                log: Vec::new(),
+            }
+        );
+        let r = Event {
+            t_ms: 9,
+            body: EventBody::NodeRestarted {
+                node: "broker-2".into(),
+                ok: true,
+                ready_ms: 8000,
+                detail: "docker start".into(),
+            },
+        };
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains(r#""event":"node_restarted""#), "{text}");
+        assert_eq!(serde_json::from_str::<Event>(&text).unwrap(), r);
+        assert!(r.body.is_rare());
+        // A history written before these events existed parses as before.
+        let old = r#"{"t_ms":5,"event":"note","message":"read back 10 messages"}"#;
+        assert!(matches!(
+            serde_json::from_str::<Event>(old).unwrap().body,
+            EventBody::Note { .. }
+        ));
     }
 }
