@@ -24,7 +24,7 @@ fn independent_counts(service_url: &str, topic: &str, n: u64) -> (u64, u64, u64,
 }
 
 /// The verdict agrees with what an independent client reads from the topic.
-fn assert_verdict_matches_readback(run_dir: &Path) {
+pub(crate) fn assert_verdict_matches_readback(run_dir: &Path) {
     let v = verdict(run_dir);
     let info: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
@@ -200,6 +200,17 @@ faults:\n{}",
     let v = verdict(&run_dir);
     assert_eq!(v["faults"].as_array().unwrap().len(), 4, "{v}");
     assert_verdict_matches_readback(&run_dir);
+    // Under `verify` an unknown commit is never resent blind, so an anomaly the independent
+    // read confirms can only be Pulsar's, on its own answers, with the evidence quoted.
+    for a in v["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(v["duplicates"].as_array().unwrap())
+    {
+        assert_eq!(a["cause"], "pulsar", "{a}");
+        assert!(!a["evidence"].as_array().unwrap().is_empty(), "{a}");
+    }
     let run_id = run_id_of(&run_dir);
     assert_no_network_rules(&run_id);
     assert_eq!(
@@ -263,12 +274,10 @@ fn owner_and_coordinator_targets_resolve_and_cluster_faults_run() {
                 "  - kind: broker_restart\n    mode: kill\n    target: coordinator-owner\n    schedule: { at: [3s], while: committing }\n",
                 "  - kind: zookeeper_restart\n    mode: kill\n    down_for: 1s\n    schedule: { at: [20s] }\n",
                 // Last, and not while ZooKeeper restarts: a broker whose ZooKeeper restarts while
-                // a bookie registers may not see the bookie for minutes. With Pulsar 4.0.7 (run
-                // with --pulsar-version; 4.2.4, the default, has the fix of #24945) a
+                // a bookie registers may not see the bookie for minutes. (On Pulsar 4.0.7 a
                 // bookie restart during transactional writes can also leave a partition
-                // refusing every later transactional send until the topic is reloaded (its
-                // transaction buffer keeps the failed write's error): the run must then end
-                // on the stall and say so.
+                // refusing every later transactional send, #24945; 4.2.4, the default and
+                // this test's version, has the fix, and versions.rs checks the stall on 4.0.7.)
                 "  - kind: bookie_restart\n    mode: graceful\n    down_for: 1s\n    schedule: { at: [35s] }\n",
             ]
             .concat(),
@@ -295,24 +304,14 @@ fn owner_and_coordinator_targets_resolve_and_cluster_faults_run() {
         tokio::task::spawn_blocking(move || assert_verdict_matches_readback(&run_dir)).await.unwrap();
         let v = verdict(&o.run_dir);
         eprintln!("cluster faults: {}", v["summary"]);
-        if v["status"] != "pass" {
-            // Every container's log is kept with a run that did not pass.
-            for node in ["broker-1", "broker-2", "bookie-1", "zookeeper"] {
-                let log = o.run_dir.join("logs").join(format!("{node}.log"));
-                assert!(std::fs::metadata(&log).map(|m| m.len() > 0).unwrap_or(false), "{}", log.display());
-            }
-        }
-        if v["status"] == "inconclusive" {
-            // Not the deadline: the stall watch ended the run, and the verdict quotes what
-            // the brokers said about the topic meanwhile.
-            let st = &v["stall"];
-            assert!(st.is_object(), "inconclusive without a stall: {v}");
-            assert!(st["detected_ms"].as_u64().unwrap() < 300_000, "{st}");
-            let lines = st["broker_log"].as_array().unwrap();
-            assert!(!lines.is_empty(), "no broker evidence for the stall: {st}");
-            assert!(lines.iter().all(|l| l["topic"].as_str().unwrap().contains("cfaults-")), "{st}");
-            assert!(v["reasons"].to_string().contains("the run stalled"), "{v}");
-        }
+        // Pulsar 4.2.4 (the default) recovers from each of these faults, and the `verify`
+        // policy learns every ambiguous commit's outcome: the run passes. A violation would be
+        // a Pulsar finding and an inconclusive run a harness that could not finish (or, on
+        // 4.0.7, #24945's stall): either must be read, not accepted.
+        assert_eq!(v["status"], "pass", "{v}");
+        assert_eq!(v["missing_total"], 0, "{v}");
+        assert_eq!(v["duplicate_copies"], 0, "{v}");
+        assert!(v["reasons"].as_array().unwrap().is_empty(), "{v}");
         assert!(pulsar_chaos::nemesis::journal::outstanding(&c.run_id).is_empty());
     });
 }

@@ -1,17 +1,24 @@
 //! Issue 18 point 4: a finding's verdict quotes the broker's own lines about it.
 //!
 //! `scenarios/findings/lwm-abort-after-namespace-unload.yaml` loses confirmed commits on
-//! Pulsar 4.2.4 (the default) and 4.0.7 in most runs: the reloaded partition aborts the transaction by its
-//! low-water-mark rule. Timing decides whether a run hits it, so the test accepts a pass, or
-//! a violation whose every missing range quotes the broker's "Successes to abort low water
-//! mark for txn [(0,N)]" line about its own transaction, by file and line; anything else
-//! fails.
+//! Pulsar 4.2.4 (the default) and 4.0.7 in most runs: the reloaded partition aborts the
+//! transaction by its low-water-mark rule. Timing decides whether a run hits it (4.2.4, seed 1:
+//! a violation in 4 of 5 runs on 2026-12-02, 7 of 10 over seeds 1-10 on 2026-11-30), so the
+//! test runs it up to [`TRIES`] times until one violates: a violation whose every missing
+//! range quotes the broker's "Successes to abort low water mark for txn [(0,N)]" line about
+//! its own transaction, by file and line. Runs before it may only pass cleanly; anything else
+//! fails, and so does a pass in every try (the finding no longer reproduces, or the harness
+//! no longer sees it).
 
 use std::path::Path;
 
 use crate::common::*;
 
 const LWM: &str = "Successes to abort low water mark for txn";
+
+/// Runs of the scenario before the test gives up on the finding: at the measured 4 in 5 per
+/// run, three passes in a row come once in about 125 healthy runs.
+const TRIES: usize = 3;
 
 /// Line `n` (1-based) of `file` in `run_dir`.
 fn line_of(run_dir: &Path, file: &str, n: u64) -> String {
@@ -31,34 +38,50 @@ fn a_lost_commit_after_a_namespace_unload_quotes_the_brokers_low_water_mark_abor
         "/scenarios/findings/lwm-abort-after-namespace-unload.yaml"
     ))
     .unwrap();
-    // The scenario as it is, on free ports (another cluster may hold the default ones).
-    let yaml = original.replace(
-        "cluster:\n  topology: standalone\n",
-        &standalone_cluster_yaml(),
-    );
-    assert_ne!(
-        yaml, original,
-        "the scenario's cluster section changed shape"
-    );
-    let scenario = write(&dir, "lwm.yaml", &yaml);
-    let started = std::time::Instant::now();
-    let o = run_scenario(&scenario, 1, &dir, &[]);
-    let t = text(&o);
-    let run_dir = run_dir_of(&t);
-    let v = verdict(&run_dir);
-    eprintln!(
-        "lwm finding, seed 1, {:.0}s: {}",
-        started.elapsed().as_secs_f64(),
-        v["summary"]
-    );
-    match o.status.code() {
-        Some(0) => {
-            assert_eq!(v["status"], "pass", "{t}");
-            return;
+    let mut passed = Vec::new();
+    let (t, run_dir, v) = loop {
+        // The scenario as it is, on free ports (another cluster may hold the default ones).
+        let yaml = original.replace(
+            "cluster:\n  topology: standalone\n",
+            &standalone_cluster_yaml(),
+        );
+        assert_ne!(
+            yaml, original,
+            "the scenario's cluster section changed shape"
+        );
+        let out = dir.join(format!("try-{}", passed.len() + 1));
+        std::fs::create_dir_all(&out).unwrap();
+        let scenario = write(&out, "lwm.yaml", &yaml);
+        let started = std::time::Instant::now();
+        let o = run_scenario(&scenario, 1, &out, &[]);
+        let t = text(&o);
+        let run_dir = run_dir_of(&t);
+        let v = verdict(&run_dir);
+        eprintln!(
+            "lwm finding, seed 1, try {}, {:.0}s: {}",
+            passed.len() + 1,
+            started.elapsed().as_secs_f64(),
+            v["summary"]
+        );
+        match o.status.code() {
+            Some(1) => {
+                assert_eq!(v["status"], "violation", "{t}");
+                break (t, run_dir, v);
+            }
+            // The race was not hit: a clean pass, every number once.
+            Some(0) => {
+                assert_eq!(v["status"], "pass", "{t}");
+                assert_eq!(v["missing_total"], 0, "{v}");
+                assert_eq!(v["duplicate_copies"], 0, "{v}");
+                passed.push(run_dir);
+                assert!(
+                    passed.len() < TRIES,
+                    "the finding did not reproduce in {TRIES} runs (each passed: {passed:?})"
+                );
+            }
+            other => panic!("neither a pass nor a violation ({other:?}):\n{t}"),
         }
-        Some(1) => assert_eq!(v["status"], "violation", "{t}"),
-        other => panic!("neither a pass nor a violation ({other:?}):\n{t}"),
-    }
+    };
     // A violation: only missing numbers, each range carried by a transaction the
     // coordinator confirmed committed, and the broker's abort of that transaction quoted
     // under it, by file and line.

@@ -323,20 +323,12 @@ fn a_run_killed_mid_way_resumes_without_losing_a_number() {
         "numbers lost across the resume ({journaled} journaled at the kill): {t}"
     );
     assert_eq!(v["unexpected_total"], 0, "{t}");
-    // Any duplicate must come from a transaction whose outcome the killed run never learned.
-    if let Some(dups) = v["duplicates"].as_array() {
-        for d in dups {
-            let explanation = d["explanation"].as_str().unwrap();
-            assert!(!d["attempts"].as_array().unwrap().is_empty(), "{d}");
-            assert!(
-                explanation.contains("ambiguous")
-                    || explanation.contains("aborted")
-                    || explanation.contains("more than one"),
-                "{d}"
-            );
-        }
-    }
-    assert!(matches!(o.status.code(), Some(0) | Some(1)), "{t}");
+    // Nor duplicated: under `verify` (the default) the resume learns what each transaction
+    // left in flight became (the coordinator's answer, or a read of the topic) before it sends
+    // its numbers again, so a kill costs nothing; durability.rs holds five kills to a pass.
+    assert_eq!(v["duplicate_copies"], 0, "{t}");
+    assert_eq!(v["status"], "pass", "{t}");
+    assert_eq!(o.status.code(), Some(0), "{t}");
     assert!(
         std::fs::read_to_string(run_dir.join("history.jsonl"))
             .unwrap()

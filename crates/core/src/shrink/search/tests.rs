@@ -211,6 +211,25 @@ fn the_messages_floor_keeps_the_faults_within_the_run() {
 }
 
 #[test]
+fn the_messages_floor_leaves_commits_after_a_count_triggered_firing() {
+    // A dropped commit reply after 20 commits, in transactions of 50: the floor keeps 20
+    // transactions after the firing (41 in all), not one, so the fault still meets a commit.
+    let text = "name: c\ncluster: { topology: standalone }\nworkload:\n  topic: persistent://public/default/c\n  messages: 6000\n  txn_size: 50\n  concurrency: 2\nfaults:\n  - kind: reply_loss\n    name: lose-commit\n    reply: end_txn\n    count: 1\n    schedule: { after_commits: 20 }\n";
+    let f = scenario::parse("c.yaml", text).unwrap().resolved;
+    let mut s = Shrinker::new(f, 1).unwrap();
+    // Fails while the fault is there and fires after 20 commits.
+    let needs_20 = |f: &ScenarioFile| {
+        f.faults.len() == 1
+            && matches!(
+                f.faults[0].common().schedule.after_commits,
+                Some(crate::scenario::OneOrMany::One(20))
+            )
+    };
+    drive(&mut s, needs_20);
+    assert_eq!(s.best().workload.messages, 41 * 50);
+}
+
+#[test]
 fn sizes_say_what_they_count() {
     let s = Shrinker::new(eight(), 1).unwrap();
     let size = s.original_size();
