@@ -8,6 +8,7 @@ pub mod exec;
 mod heal;
 pub mod journal;
 pub mod reply_loss;
+mod restart;
 
 pub use heal::{heal_matching, heal_outstanding, heal_run};
 
@@ -18,7 +19,7 @@ use std::time::Duration;
 use journal::Change;
 
 use crate::admin::Admin;
-use crate::cluster::{Cluster, ClusterError, Node, Role, STOP_TIMEOUT};
+use crate::cluster::{Cluster, ClusterError, Node, Role};
 use crate::plan::{PlannedFault, PlannedTarget};
 use crate::scenario::{FaultKind, RestartMode, UnloadScope};
 use crate::txn::coordinator::TC_ASSIGN_TOPIC;
@@ -498,98 +499,6 @@ impl Nemesis {
         // Every node is up again: none is held down any more.
         self.holds.clear().await;
         healed
-    }
-}
-
-impl Injector for Restart {
-    fn intent(&self, f: &PlannedFault, target: &Resolved) -> String {
-        let name = target
-            .node
-            .as_ref()
-            .map(|n| n.name.clone())
-            .unwrap_or_default();
-        let stop = match self.mode {
-            RestartMode::Kill => match target.pid {
-                Some(pid) => format!("kill -KILL {pid} (the main process of {name})"),
-                None => format!("docker kill --signal SIGKILL {name}"),
-            },
-            RestartMode::Graceful => {
-                format!("docker stop --time {} {name}", STOP_TIMEOUT.as_secs())
-            }
-        };
-        format!(
-            "{stop}; after {}ms: docker start {name}",
-            f.hold().as_millis()
-        )
-    }
-
-    async fn inject(
-        &self,
-        nem: &Nemesis,
-        f: &PlannedFault,
-        target: &Resolved,
-    ) -> Result<Applied, NemesisError> {
-        let node = target.node()?;
-        let target_pid = target.pid;
-        let target = target.label.clone();
-        let change = nem.journal(Change::Stopped {
-            container: node.id.clone(),
-        })?;
-        // Held down until the heal has started it again: the supervisor leaves it alone.
-        nem.holds.hold(&node).await;
-        let stopped = async {
-            Ok::<_, NemesisError>(match self.mode {
-                RestartMode::Kill => match nem.docker()?.kill_now(&node, target_pid).await? {
-                    "kill(2)" => format!(
-                        "kill -KILL {} (the main process of {})",
-                        target_pid.unwrap_or(0),
-                        node.name
-                    ),
-                    _ => format!("docker kill --signal SIGKILL {}", node.name),
-                },
-                RestartMode::Graceful => {
-                    nem.docker()?.stop(&node, STOP_TIMEOUT).await?;
-                    format!(
-                        "docker stop --time {} {}",
-                        STOP_TIMEOUT.as_secs(),
-                        node.name
-                    )
-                }
-            })
-        }
-        .await;
-        let action = match stopped {
-            Ok(a) => a,
-            Err(e) => {
-                nem.holds.release(&node).await;
-                return Err(e);
-            }
-        };
-        Ok(Applied {
-            target,
-            action,
-            detail: format!("down for {}ms", f.hold().as_millis()),
-            node: Some(node),
-            found: None,
-            changes: vec![change],
-        })
-    }
-
-    async fn heal(&self, nem: &Nemesis, a: &Applied) -> Result<Healed, NemesisError> {
-        let node = a.node.as_ref().expect("restarts have a node");
-        // A kill by kill(2) is seen by Docker a moment later; starting before that is lost.
-        nem.docker()?
-            .wait_not_running(node, STOP_TIMEOUT + Duration::from_secs(15))
-            .await?;
-        nem.docker()?.start(node).await?;
-        nem.holds.release(node).await;
-        for (id, _) in &a.changes {
-            nem.journal_healed(*id);
-        }
-        Ok(Healed {
-            action: format!("docker start {}", node.name),
-            detail: String::new(),
-        })
     }
 }
 

@@ -211,5 +211,10 @@ fn a_broker_that_exits_on_its_own_is_started_again_and_the_run_passes() {
         page.contains("Pulsar's own exits") && page.contains(&broker2),
         "the report does not show the exit"
     );
-    eprintln!("own-exit test: {:.0}s", t0.elapsed().as_secs_f64());
+    eprintln!(
+        "own-exit test: {:.0}s; {}; {}",
+        t0.elapsed().as_secs_f64(),
+        h[exited],
+        h[restarted]
+    );
 }
