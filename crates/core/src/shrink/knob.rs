@@ -227,9 +227,9 @@ fn set_hold(f: &mut FaultFile, d: Dur) {
 /// fault heals.
 ///
 /// The transactions after a count-triggered firing are what it acts on (a dropped commit
-/// reply needs a commit after it): the trigger notices the count some milliseconds late, and
-/// the commits already under way by then pass before it. With only one transaction left, a
-/// minimal case failed in 3 of 5 fresh runs, and once in 0 of 2.
+/// reply needs a commit after it): the trigger polls the count (every 20 ms), and the commits
+/// already under way by then pass before the fault acts, so with one transaction left the
+/// minimal case could fail only now and then.
 fn messages_floor(s: &Scenario) -> u64 {
     let w = &s.workload;
     let txn = u64::from(w.txn_size);
