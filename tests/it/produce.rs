@@ -370,7 +370,12 @@ fn a_stall_stops_the_producer_while_new_txn_is_being_retried() {
             .ok()?
             .flatten()
             .find(|e| e.file_name().to_string_lossy().starts_with("stall-stop-"))?;
-        Some(history(&d.path()))
+        // The run directory exists a moment before its history file (regression: the first
+        // look found the directory and no history.jsonl yet).
+        d.path()
+            .join("history.jsonl")
+            .exists()
+            .then(|| history(&d.path()))
     };
     let committed = |h: &[serde_json::Value]| {
         h.iter()
