@@ -322,3 +322,17 @@ pub fn history(run_dir: &Path) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
+
+/// Every listed missing and duplicated range of a verdict is Pulsar's doing, with the evidence
+/// it rests on (what a run under `verify` may show: no unknown commit is resent blind).
+pub fn assert_anomalies_are_pulsars(v: &serde_json::Value) {
+    for a in v["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(v["duplicates"].as_array().unwrap())
+    {
+        assert_eq!(a["cause"], "pulsar", "not Pulsar's doing: {a}");
+        assert!(!a["evidence"].as_array().unwrap().is_empty(), "{a}");
+    }
+}

@@ -244,15 +244,7 @@ fn an_external_cluster_takes_faults_through_an_exec_adapter() {
             assert!(!exact, "a violation, but the read-back is exact: {v}");
             // Under `verify` no unknown commit is resent blind: only Pulsar's own answers,
             // contradicted and quoted, make a violation.
-            for a in v["missing"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .chain(v["duplicates"].as_array().unwrap())
-            {
-                assert_eq!(a["cause"], "pulsar", "{a}");
-                assert!(!a["evidence"].as_array().unwrap().is_empty(), "{a}");
-            }
+            assert_anomalies_are_pulsars(&v);
         }
         // Inconclusive only on Pulsar's answers (a stall, a held read), never because the
         // harness could not finish for reasons of its own.

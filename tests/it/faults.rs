@@ -202,15 +202,7 @@ faults:\n{}",
     assert_verdict_matches_readback(&run_dir);
     // Under `verify` an unknown commit is never resent blind, so an anomaly the independent
     // read confirms can only be Pulsar's, on its own answers, with the evidence quoted.
-    for a in v["missing"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .chain(v["duplicates"].as_array().unwrap())
-    {
-        assert_eq!(a["cause"], "pulsar", "{a}");
-        assert!(!a["evidence"].as_array().unwrap().is_empty(), "{a}");
-    }
+    assert_anomalies_are_pulsars(&v);
     let run_id = run_id_of(&run_dir);
     assert_no_network_rules(&run_id);
     assert_eq!(

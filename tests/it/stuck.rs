@@ -210,15 +210,7 @@ fn a_broker_kill_with_unloads_ends_in_a_complete_verdict_or_a_named_stuck_partit
             assert!(!reasons.iter().any(held_back), "{v}");
             crate::faults::assert_verdict_matches_readback(&run_dir);
             assert_eq!(v["unexpected_total"], 0, "{v}");
-            for a in v["missing"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .chain(v["duplicates"].as_array().unwrap())
-            {
-                assert_eq!(a["cause"], "pulsar", "not Pulsar's doing: {a}");
-                assert!(!a["evidence"].as_array().unwrap().is_empty(), "{a}");
-            }
+            assert_anomalies_are_pulsars(&v);
             for m in v["missing"].as_array().unwrap() {
                 let e = m["explanation"].as_str().unwrap();
                 assert!(e.contains("confirmed committed by the coordinator"), "{m}");
