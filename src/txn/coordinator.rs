@@ -94,21 +94,7 @@ pub fn classify_leftover_abort(
     }
 }
 
-/// The state an InvalidTxnStatus message says the transaction is in: the last status word
-/// ("Expect Txn `(0,5)` to be in ABORTING status but it is in COMMITTING status").
-pub fn state_named(message: &str) -> Option<&'static str> {
-    let tail = message.rsplit("it is in").next()?;
-    [
-        "COMMITTING",
-        "COMMITTED",
-        "ABORTING",
-        "ABORTED",
-        "OPEN",
-        "TIME_OUT",
-    ]
-    .into_iter()
-    .find(|s| tail.contains(s))
-}
+pub use crate::policy::state_named;
 
 /// Clients of every coordinator, with connections kept per coordinator.
 pub struct Coordinators {

@@ -9,6 +9,7 @@
 pub mod adapter;
 pub mod brokerlog;
 pub mod checker;
+pub mod clients;
 pub mod exit;
 pub mod history;
 pub mod matrix;

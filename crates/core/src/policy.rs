@@ -43,6 +43,22 @@ impl CommitAnswer {
     }
 }
 
+/// The state an InvalidTxnStatus message says the transaction is in: the last status word
+/// ("Expect Txn `(0,5)` to be in ABORTING status but it is in COMMITTING status").
+pub fn state_named(message: &str) -> Option<&'static str> {
+    let tail = message.rsplit("it is in").next()?;
+    [
+        "COMMITTING",
+        "COMMITTED",
+        "ABORTING",
+        "ABORTED",
+        "OPEN",
+        "TIME_OUT",
+    ]
+    .into_iter()
+    .find(|s| tail.contains(s))
+}
+
 /// What the producer knows about one transaction's commit so far.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CommitState {

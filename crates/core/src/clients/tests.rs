@@ -1,0 +1,42 @@
+use super::*;
+
+fn err(class: &str, message: &str) -> ClientError {
+    ClientError {
+        class: class.into(),
+        message: message.into(),
+        causes: vec![],
+    }
+}
+
+#[test]
+fn success_is_committed_and_an_unknown_class_is_ambiguous() {
+    for kind in [ClientKind::Java, ClientKind::Go] {
+        assert!(matches!(
+            classify_commit(kind, &Ok(())),
+            CommitAnswer::Committed(_)
+        ));
+        let a = classify_commit(kind, &Err(err("com.example.Surprise", "boom")));
+        assert!(
+            matches!(a, CommitAnswer::Ambiguous(ref m) if m.contains("Surprise: boom")),
+            "{a:?}"
+        );
+    }
+}
+
+#[test]
+fn short_class_drops_package_and_outer_class() {
+    let e = err(
+        "org.apache.pulsar.client.api.transaction.TransactionCoordinatorClientException$InvalidTxnStatusException",
+        "x",
+    );
+    assert_eq!(e.short_class(), "InvalidTxnStatusException");
+    assert_eq!(err("TimeoutError", "x").short_class(), "TimeoutError");
+}
+
+#[test]
+fn client_kind_names_round_trip() {
+    for k in ClientKind::ALL {
+        assert_eq!(ClientKind::parse(k.name()), Some(k));
+    }
+    assert_eq!(ClientKind::parse("python"), None);
+}
