@@ -62,6 +62,12 @@ pub enum Command {
         /// the local one); by default the original's own image.
         #[arg(long)]
         pulsar_version: Option<String>,
+        /// Replay through another client than the original's: own, java or go.
+        #[arg(long)]
+        client: Option<String>,
+        /// The Java client's version for the replay.
+        #[arg(long)]
+        client_version: Option<String>,
         #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
         progress: ProgressMode,
     },
@@ -133,6 +139,13 @@ pub struct RunArgs {
     /// official image of that version, else the local one: `image build --pulsar-version`).
     #[arg(long)]
     pub pulsar_version: Option<String>,
+    /// The client the workload runs through: own, java or go (overrides `workload.client`;
+    /// docs/drivers.md).
+    #[arg(long)]
+    pub client: Option<String>,
+    /// The Java client's version (overrides `workload.client_version`; default: the broker's).
+    #[arg(long)]
+    pub client_version: Option<String>,
     /// Continue an interrupted run from its directory: settle the transactions its journal and
     /// history left in flight, then go on (a producer resends what they held; a transform's
     /// inputs come back from the subscription).
@@ -225,6 +238,13 @@ pub struct SoakArgs {
     /// official image of that version, else the local one: `image build --pulsar-version`).
     #[arg(long)]
     pub pulsar_version: Option<String>,
+    /// The client the workload runs through: own, java or go (overrides `workload.client`;
+    /// docs/drivers.md).
+    #[arg(long)]
+    pub client: Option<String>,
+    /// The Java client's version (overrides `workload.client_version`; default: the broker's).
+    #[arg(long)]
+    pub client_version: Option<String>,
     /// Stream history events as JSON lines on stdout.
     #[arg(long)]
     pub json: bool,

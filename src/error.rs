@@ -40,6 +40,8 @@ pub enum Error {
     Interrupted,
     #[error("{0}")]
     Transform(#[from] crate::transform::TransformError),
+    #[error("{0}")]
+    Driver(#[from] crate::drivers::DriverError),
 }
 
 impl Error {

@@ -2,7 +2,7 @@
 //! producer under chaos. See ARCHITECTURE.md for the map.
 
 pub use pulsar_chaos_core::{
-    brokerlog, checker, exit, matrix, plan, policy, readlog, stall, versions,
+    brokerlog, checker, clients, exit, matrix, plan, policy, readlog, stall, versions,
 };
 
 pub mod adapter;
@@ -12,6 +12,7 @@ pub mod cli;
 pub mod cluster;
 pub mod commands;
 pub mod discovery;
+pub mod drivers;
 pub mod error;
 pub mod history;
 pub mod journal;

@@ -40,6 +40,10 @@ pub struct RunInfo {
     pub reproduce: String,
     /// True when the cluster was left running (`--keep-cluster`).
     pub kept_cluster: bool,
+    /// The official client the workload ran through and its library version (`java 4.2.4`);
+    /// `None`: the harness's own client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
 }
 
 pub struct RunDir {

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::drivers::{Built, Spec};
 use crate::checker::Verdict;
 use crate::cluster::Cluster;
 use crate::error::Result;
@@ -116,6 +117,9 @@ pub fn reproduce_command(scenario_file: &Path, seed: u64) -> String {
 pub async fn run(req: Request) -> Result<Outcome> {
     // A cluster the harness did not start takes destructive faults only when allowed.
     env::check_external(&req.scenario)?;
+    // The official client's driver is built before anything starts: a build that cannot
+    // happen stops the run here, with no cluster started for nothing.
+    let client = build_client(&req.scenario).await?;
     let run_id = crate::rundir::new_run_id();
     let _guard = RunGuard::with_keep(&run_id, req.keep_cluster);
     let dir = RunDir::create(&req.out, &req.scenario.name, &run_id)?;
@@ -141,10 +145,29 @@ pub async fn run(req: Request) -> Result<Outcome> {
         started_ms: now_ms(),
         reproduce,
         kept_cluster: req.keep_cluster && env.owned,
+        client: client.as_ref().map(|b| b.spec.to_string()),
     };
     dir.write_json("run.json", &info)?;
-    let result = execute(&req, &dir, &info, &env, &plan, false).await;
+    let result = execute(&req, &dir, &info, &env, &plan, client.as_ref(), false).await;
     finish(&req, &env, result).await
+}
+
+/// The driver of the scenario's client, built (or found in the cache); `None` for the own
+/// client. The Java client defaults to the broker's version.
+pub async fn build_client(scenario: &crate::scenario::Scenario) -> Result<Option<Built>> {
+    let w = &scenario.workload;
+    let broker = match &scenario.cluster {
+        crate::scenario::ClusterSpec::Docker(d) if d.image.is_none() => Some(d.pulsar_version.as_str()),
+        _ => None,
+    };
+    let Some(spec) = Spec::for_workload(w.client, w.client_version.as_deref(), broker) else {
+        return Ok(None);
+    };
+    let built = crate::drivers::build(&spec).await?;
+    if !built.took.is_zero() {
+        eprintln!("built the {} driver in {:.1}s", built.spec, built.took.as_secs_f64());
+    }
+    Ok(Some(built))
 }
 
 /// Continue an interrupted run from its directory.
@@ -156,6 +179,7 @@ pub async fn resume(
     let dir = RunDir::open(run_dir)?;
     let info: RunInfo = dir.read_json("run.json")?;
     let scenario = crate::scenario::load(&dir.file("scenario.yaml"))?;
+    let client = build_client(&scenario).await?;
     let plan = plan::make(&scenario, info.seed);
     let cluster = env::reattach(&info).await?;
     let _guard = RunGuard::with_keep(&info.run_id, info.kept_cluster);
@@ -205,7 +229,7 @@ pub async fn resume(
         },
         cluster,
     };
-    let result = execute(&req, &dir, &info, &env, &plan, true).await;
+    let result = execute(&req, &dir, &info, &env, &plan, client.as_ref(), true).await;
     finish(&req, &env, result).await
 }
 

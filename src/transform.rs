@@ -180,6 +180,7 @@ impl Transformer {
             cfg.partitions,
             &format!("{}-out", cfg.name),
             true,
+            true,
         )
         .await?;
         Ok(Transformer {

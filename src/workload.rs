@@ -26,6 +26,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use crate::admin::Admin;
+use crate::drivers::{ConnectArgs, Driver};
 use crate::history::History;
 use crate::journal::{Journal, JournalError};
 use crate::scenario::ResendPolicy;
@@ -74,6 +75,19 @@ pub struct Config {
     /// Where the producer's connections go (a `reply_loss` fault's proxy); `None`: straight
     /// to the brokers.
     pub dial: Option<Dialer>,
+    /// The official client the attempts go through (docs/drivers.md); `None`: the harness's
+    /// own client.
+    pub driver: Option<DriverHandle>,
+}
+
+/// A running driver in the producer's configuration.
+#[derive(Clone)]
+pub struct DriverHandle(pub Arc<Driver>);
+
+impl std::fmt::Debug for DriverHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DriverHandle({})", self.0.kind)
+    }
 }
 
 /// A [`crate::txn::Dial`] in the producer's configuration.
@@ -147,6 +161,9 @@ pub enum WorkloadError {
     Journal(#[from] JournalError),
     #[error("the transaction client failed: {0}")]
     Txn(#[from] TxnError),
+    /// The official client's driver cannot go on (it ended, or its client cannot connect).
+    #[error("{0}")]
+    Driver(String),
 }
 
 /// How the producer ended.
@@ -195,6 +212,10 @@ pub const UNACKED_CHUNKS: usize = 4;
 /// The transactional producer of a run.
 pub struct Producer {
     cfg: Config,
+    /// The official client the attempts go through; `None`: the own client (`tcs`,
+    /// `producers`). With a driver `client` and `tcs` serve only the harness's own reads and a
+    /// resume's aborts of journaled transactions.
+    driver: Option<Arc<Driver>>,
     client: Arc<Client>,
     tcs: Arc<Coordinators>,
     producers: Vec<Arc<PartitionProducer>>,
@@ -242,13 +263,33 @@ impl Producer {
             cfg.partitions,
             &cfg.name,
             cfg.transactions,
+            cfg.driver.is_none(),
         )
         .await?;
+        let driver = cfg.driver.as_ref().map(|d| d.0.clone());
+        if let Some(d) = &driver {
+            d.connect(
+                &ConnectArgs {
+                    service_url,
+                    topic: &cfg.topic,
+                    partitions: cfg.partitions,
+                    op_timeout: cfg.op_timeout,
+                    batch_size: cfg.batch_size,
+                    message_size: cfg.message_size,
+                    transactions: cfg.transactions,
+                    producer_name: &cfg.name,
+                },
+                cfg.op_timeout * 3 + Duration::from_secs(30),
+            )
+            .await
+            .map_err(|a| WorkloadError::Driver(format!("{} client: connect failed: {a}", d.kind)))?;
+        }
         let rate = cfg.rate.map(|r| RateLimit {
             every: Duration::from_secs_f64(1.0 / f64::from(r)),
             next: Mutex::new(std::time::Instant::now()),
         });
         Ok(Producer {
+            driver,
             client,
             tcs: Arc::new(tcs),
             producers,
@@ -288,6 +329,9 @@ impl Producer {
 
     /// Close connections.
     pub async fn close(&self) {
+        if let Some(d) = &self.driver {
+            d.close(Duration::from_secs(10)).await;
+        }
         self.client.close_all().await;
     }
 }

@@ -47,7 +47,19 @@ pub async fn dispatch(cmd: Command) -> Result<i32> {
             out,
             progress,
             pulsar_version,
-        } => replay::replay(&run_dir, times, out, progress.into(), pulsar_version).await,
+            client,
+            client_version,
+        } => {
+            replay::replay(
+                &run_dir,
+                times,
+                out,
+                progress.into(),
+                pulsar_version,
+                (client, client_version),
+            )
+            .await
+        }
         Command::Soak(args) => soak::soak(args).await,
         Command::Shrink(args) => shrink::shrink(args).await,
         Command::Matrix(args) => matrix::matrix(args).await,

@@ -32,6 +32,7 @@ pub async fn replay(
     out: Option<PathBuf>,
     progress: crate::progress::Mode,
     pulsar_version: Option<String>,
+    client: (Option<String>, Option<String>),
 ) -> Result<i32> {
     if times == 0 {
         return Err(Error::Usage("--times must be at least 1".into()));
@@ -42,6 +43,10 @@ pub async fn replay(
     let mut s = scenario::load(&dir.file("scenario.yaml"))?;
     if let Some(v) = &pulsar_version {
         s.set_pulsar_version(v).map_err(Error::Usage)?;
+    }
+    if client.0.is_some() || client.1.is_some() {
+        s.set_client(client.0.as_deref(), client.1.as_deref())
+            .map_err(Error::Usage)?;
     }
     if info.topology == "external" {
         s.cluster = s.cluster.at_urls(&info.service_url, &info.admin_url);

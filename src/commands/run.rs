@@ -223,6 +223,10 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     if let Some(v) = &args.pulsar_version {
         s.set_pulsar_version(v).map_err(Error::Usage)?;
     }
+    if args.client.is_some() || args.client_version.is_some() {
+        s.set_client(args.client.as_deref(), args.client_version.as_deref())
+            .map_err(Error::Usage)?;
+    }
     if let (Some(service_url), Some(admin_url)) = (&args.service_url, &args.admin_url) {
         s.cluster = s.cluster.at_urls(service_url, admin_url);
     }

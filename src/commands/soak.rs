@@ -299,6 +299,10 @@ fn load_scenario(args: &SoakArgs) -> Result<scenario::Scenario> {
     if let Some(v) = &args.pulsar_version {
         s.set_pulsar_version(v).map_err(Error::Usage)?;
     }
+    if args.client.is_some() || args.client_version.is_some() {
+        s.set_client(args.client.as_deref(), args.client_version.as_deref())
+            .map_err(Error::Usage)?;
+    }
     // Every iteration gets a topic of its own.
     s.workload.unique_topic = true;
     Ok(s)

@@ -14,6 +14,7 @@ use tokio::sync::{watch, Mutex};
 
 use crate::admin::Admin;
 use crate::checker::{self, Context, Verdict};
+use crate::drivers::Built;
 use crate::error::{Error, Result};
 use crate::history::{self, EventBody, History};
 use crate::journal::Journal;
@@ -41,6 +42,7 @@ pub(super) async fn execute(
     info: &RunInfo,
     env: &Env,
     plan: &Plan,
+    client: Option<&Built>,
     resuming: bool,
 ) -> Result<Outcome> {
     let started = Instant::now();
@@ -67,7 +69,10 @@ pub(super) async fn execute(
         .iter()
         .any(|f| matches!(f.kind, crate::scenario::FaultKind::ReplyLoss { .. }))
         .then(|| ReplyLossProxy::new(history.clone()));
-    let cfg = producer_config(req, info, &proxy);
+    let mut cfg = producer_config(req, info, &proxy);
+    if let Some(built) = client {
+        cfg.driver = Some(start_driver(built, dir, &history).await?);
+    }
     let producer = match &w.transform {
         None => Driver::Produce(
             connect_producer(cfg, env, &admin, journal, &history, first_attempt, resuming).await?,
@@ -328,7 +333,28 @@ fn producer_config(
         dial: proxy
             .as_ref()
             .map(|p| workload::Dialer(Arc::new(p.clone()) as Arc<dyn crate::txn::Dial>)),
+        driver: None,
     }
+}
+
+/// Start the official client's driver, its log in the run directory (`driver.log`, appended
+/// to by a resumed run's new driver), and record which client and library it is.
+async fn start_driver(
+    built: &Built,
+    dir: &RunDir,
+    history: &History,
+) -> Result<workload::DriverHandle> {
+    let d = crate::drivers::Driver::start(built, &dir.file("driver.log")).await?;
+    history.record(EventBody::Note {
+        message: format!(
+            "client: {} ({} {}), driver pid {}",
+            built.spec.kind,
+            d.hello.library,
+            d.hello.version,
+            d.pid().unwrap_or(0)
+        ),
+    });
+    Ok(workload::DriverHandle(Arc::new(d)))
 }
 
 /// Connect the producer (and, for a resumed run, settle what the interrupted one left).

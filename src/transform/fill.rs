@@ -145,6 +145,7 @@ pub async fn fill_input(
         duplicate: Vec::new(),
         name: format!("{name}-in"),
         dial: None,
+        driver: None,
     };
     let journal = Journal::open(&dir.join("journal-in")).map_err(|e| fail(e.to_string()))?;
     let history = History::create(

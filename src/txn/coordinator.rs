@@ -34,7 +34,9 @@ pub fn classify_commit(result: &Result<(), TxnError>) -> CommitAnswer {
         Err(TxnError::Protocol(m)) => CommitAnswer::Ambiguous(format!("protocol error: {m}")),
         Err(TxnError::Fatal(m)) => CommitAnswer::Fatal(m.clone()),
         // Sent, and the answer says nothing readable about the commit.
-        Err(e @ TxnError::DuplicateDropped(_)) => CommitAnswer::Ambiguous(e.to_string()),
+        Err(e @ (TxnError::DuplicateDropped(_) | TxnError::Client(_))) => {
+            CommitAnswer::Ambiguous(e.to_string())
+        }
         Err(TxnError::Server { code, message }) => match code {
             ServerError::InvalidTxnStatus => match state_named(message) {
                 Some("COMMITTING") | Some("COMMITTED") => {
@@ -391,7 +393,8 @@ impl Coordinators {
             TxnError::Timeout(_)
             | TxnError::ConnectionLost(_)
             | TxnError::NotSent(_)
-            | TxnError::Protocol(_) => true,
+            | TxnError::Protocol(_)
+            | TxnError::Client(_) => true,
             TxnError::Server { code, message } => {
                 if *code == ServerError::NotAllowedError && message.contains("not enabled") {
                     return TxnError::Fatal(format!(

@@ -50,6 +50,10 @@ pub enum TxnError {
     /// was written: the send failed, and a transaction must not commit on it.
     #[error("dropped as a duplicate: {0}")]
     DuplicateDropped(String),
+    /// An official client (through its driver, docs/drivers.md) answered with an error, or
+    /// did not answer: its effect is unknown.
+    #[error("{0}")]
+    Client(String),
 }
 
 impl TxnError {
@@ -66,7 +70,8 @@ impl TxnError {
             TxnError::NotSent(_)
             | TxnError::Timeout(_)
             | TxnError::ConnectionLost(_)
-            | TxnError::Protocol(_) => true,
+            | TxnError::Protocol(_)
+            | TxnError::Client(_) => true,
             TxnError::Server { code, .. } => matches!(
                 code,
                 ServerError::ServiceNotReady
@@ -291,6 +296,7 @@ impl Producers {
         partitions: u32,
         name: &str,
         transactional: bool,
+        with_producers: bool,
     ) -> Result<Producers, TxnError> {
         let client = Client::with_dial(service_url, op_timeout, dial);
         let deadline = tokio::time::Instant::now() + op_timeout.max(Duration::from_secs(30)) * 2;
@@ -300,7 +306,7 @@ impl Producers {
         .await?;
         let topics = partition_names(topic, partitions);
         let mut producers = Vec::new();
-        for (i, t) in topics.iter().enumerate() {
+        for (i, t) in topics.iter().enumerate().filter(|_| with_producers) {
             let p = Arc::new(producer::PartitionProducer::new(
                 client.clone(),
                 t,

@@ -9,9 +9,11 @@ use pulsar::message::proto::{MessageIdData, TxnAction};
 use tokio::time::Instant;
 
 use crate::backoff::Backoff;
+use crate::clients;
+use crate::drivers::Answer;
 use crate::history::{EventBody, Outcome, TxnId};
 use crate::journal::JournalError;
-use crate::policy::{self, CommitState, Step};
+use crate::policy::{self, CommitAnswer, CommitState, Step};
 use crate::txn::coordinator::classify_commit;
 use crate::txn::TxnError;
 
@@ -35,10 +37,10 @@ impl Producer {
             outcome: Outcome::Aborted,
             detail: format!("{reason}; no commit was sent, so it cannot commit"),
         });
-        let tcs = self.tcs.clone();
+        let abort = self.abort_request(txn);
         let history = self.history.clone();
         tokio::spawn(async move {
-            if let Err(e) = tcs.end_txn(txn, TxnAction::Abort).await {
+            if let Err(e) = abort.await {
                 history.record(EventBody::Note {
                     message: format!("the abort of attempt {attempt} {txn} was not confirmed ({e}); the coordinator's timeout ends it"),
                 });
@@ -71,14 +73,14 @@ impl Producer {
             });
             self.stats.commits_in_flight.fetch_add(1, Ordering::SeqCst);
             let t = Instant::now();
-            let r = self.tcs.end_txn(txn, TxnAction::Commit).await;
+            let answer = self.commit_once(txn).await;
             self.stats.commits_in_flight.fetch_sub(1, Ordering::SeqCst);
             // A stopped producer asks no more (a stall must end the run promptly).
             let may_retry =
                 first.elapsed() < patience && Instant::now() < deadline && !self.is_stopped();
             let was_ambiguous = state.ever_ambiguous;
             let mut step =
-                policy::next(&mut state, self.cfg.resend, classify_commit(&r), may_retry);
+                policy::next(&mut state, self.cfg.resend, answer, may_retry);
             if !was_ambiguous && state.ever_ambiguous {
                 self.stats.ambiguous.fetch_add(1, Ordering::Relaxed);
                 self.history.record(EventBody::TxnOutcome {
@@ -134,6 +136,32 @@ impl Producer {
                 }
                 Step::Fatal(m) => return Err(TxnError::Fatal(m).into()),
                 Step::Verify { .. } => unreachable!("after_read never asks to verify again"),
+            }
+        }
+    }
+
+    /// One commit request, through the client the attempts use, and what its answer says: the
+    /// own client's from the wire (`classify_commit`), an official client's from its table
+    /// (`clients::classify_commit`). The driver's end stops the producer (the answer stays
+    /// ambiguous: the request may have left).
+    async fn commit_once(&self, txn: TxnId) -> CommitAnswer {
+        let Some(d) = &self.driver else {
+            return classify_commit(&self.tcs.end_txn(txn, TxnAction::Commit).await);
+        };
+        // The client's own operation timeout should answer first.
+        let patience = self.cfg.op_timeout + Duration::from_secs(10);
+        match d.end(txn, true, patience).await {
+            Ok(()) => clients::classify_commit(d.kind, &Ok(())),
+            Err(Answer::Client(e)) => clients::classify_commit(d.kind, &Err(e)),
+            Err(a @ Answer::Timeout(_)) => {
+                CommitAnswer::Ambiguous(format!("{} client: commit(): {a}", d.kind))
+            }
+            Err(Answer::Gone(why)) => {
+                self.fail(format!("the {} driver ended: {why}", d.kind));
+                CommitAnswer::Ambiguous(format!(
+                    "{} client: the driver ended while commit() was under way",
+                    d.kind
+                ))
             }
         }
     }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use pulsar::message::proto::MessageIdData;
 use tokio::time::Instant;
 
+use crate::drivers::Answer;
 use crate::history::{EventBody, Outcome, TxnId};
 use crate::journal::Ticket;
 use crate::txn::TxnError;
@@ -202,8 +203,8 @@ impl Producer {
             .iter()
             .map(|p| self.partition_topics[*p as usize].clone())
             .collect();
-        if !self.cfg.transactions {
-            // Nothing to register.
+        if !self.cfg.transactions || self.driver.is_some() {
+            // Nothing to register (an official client registers its partitions itself).
         } else if let Err(e) = self.tcs.add_partitions(txn, &names, op_deadline).await {
             if let TxnError::Fatal(m) = e {
                 return Err(TxnError::Fatal(m).into());
@@ -233,7 +234,8 @@ impl Producer {
         let batch = self.cfg.batch_size.max(1) as usize;
         let sends = per_partition.iter().flat_map(|(p, numbers)| {
             numbers.chunks(batch).map(move |group| {
-                let producer = self.producers[*p].clone();
+                let producer = self.producers.get(*p).cloned();
+                let driver = self.driver.clone();
                 let data: Vec<Vec<u8>> = group
                     .iter()
                     .map(|n| payload(*n, self.cfg.message_size))
@@ -246,7 +248,22 @@ impl Producer {
                             r.take().await;
                         }
                     }
-                    (*p, count, producer.send_batch(in_txn, data, timeout).await)
+                    let r = match (&driver, producer) {
+                        (Some(d), _) => {
+                            d.send(in_txn, *p as u32, group, timeout + Duration::from_secs(10))
+                                .await
+                                .map_err(|a| match a {
+                                    Answer::Gone(why) => TxnError::Fatal(format!(
+                                        "the {} driver ended: {why}",
+                                        d.kind
+                                    )),
+                                    a => TxnError::Client(format!("{} client: send: {a}", d.kind)),
+                                })
+                        }
+                        (None, Some(producer)) => producer.send_batch(in_txn, data, timeout).await,
+                        (None, None) => Err(TxnError::Fatal(format!("no producer for partition {p}"))),
+                    };
+                    (*p, count, r)
                 }
             })
         });

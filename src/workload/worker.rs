@@ -8,6 +8,10 @@ use std::sync::Arc;
 use pulsar::message::proto::TxnAction;
 use tokio::time::Instant;
 
+use std::time::Duration;
+
+use crate::backoff::Backoff;
+use crate::drivers::{Answer, Driver};
 use crate::history::{EventBody, Ranges, TxnId};
 use crate::journal::{Entry, Record};
 use crate::txn::TxnError;
@@ -179,14 +183,11 @@ impl Producer {
             return;
         }
         if let Ok(Ok(Some(txn))) = s.handle.await {
-            let tcs = self.tcs.clone();
-            let abort = async move {
-                let _ = tcs.end_txn(txn, TxnAction::Abort).await;
-            };
+            let abort = self.abort_request(txn);
             if stopped {
                 tokio::spawn(abort);
             } else {
-                abort.await;
+                let _ = abort.await;
             }
         }
     }
@@ -203,6 +204,9 @@ impl Producer {
                 least: attempt,
             }));
         }
+        if let Some(d) = &self.driver {
+            return self.open_txn_with(d.clone(), deadline).await;
+        }
         // NEW_TXN is retried until the run's deadline; a stop (a stall, a signal) must not wait
         // for that (seen: a stall declared at 378 s, the producer ending at 1,816 s while every
         // worker retried NEW_TXN on a cluster whose broker had exited). No number is taken yet,
@@ -218,6 +222,57 @@ impl Producer {
                 }
             },
             _ = self.until_stopped() => Ok(None),
+        }
+    }
+
+    /// A new transaction through the official client's driver, asked again (with a backoff)
+    /// until the deadline or a stop; the driver's end stops the producer.
+    async fn open_txn_with(
+        &self,
+        d: Arc<Driver>,
+        deadline: Instant,
+    ) -> Result<Option<TxnId>, WorkloadError> {
+        let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
+        loop {
+            let asked = d.new_txn(self.cfg.txn_timeout, self.cfg.op_timeout + Duration::from_secs(10));
+            let r = tokio::select! {
+                r = asked => r,
+                _ = self.until_stopped() => return Ok(None),
+            };
+            match r {
+                Ok(t) => return Ok(Some(t)),
+                Err(Answer::Gone(why)) => {
+                    return Err(WorkloadError::Driver(format!("the {} driver ended: {why}", d.kind)))
+                }
+                Err(e) if Instant::now() + backoff.peek() >= deadline => {
+                    tracing::warn!("{} client: newTransaction failed until the deadline: {e}", d.kind);
+                    return Ok(None);
+                }
+                Err(e) => {
+                    tracing::debug!("{} client: newTransaction failed: {e}", d.kind);
+                    tokio::select! {
+                        _ = backoff.wait() => {}
+                        _ = self.until_stopped() => return Ok(None),
+                    }
+                }
+            }
+        }
+    }
+
+    /// An END_TXN ABORT of `txn` through the client the attempts use, its answer ignored by
+    /// the callers (a spare or an empty transaction holds nothing).
+    pub(super) fn abort_request(
+        &self,
+        txn: TxnId,
+    ) -> impl std::future::Future<Output = Result<(), String>> + Send + 'static {
+        let tcs = self.tcs.clone();
+        let driver = self.driver.clone();
+        let timeout = self.cfg.op_timeout + Duration::from_secs(10);
+        async move {
+            match driver {
+                Some(d) => d.end(txn, false, timeout).await.map_err(|a| a.to_string()),
+                None => tcs.end_txn(txn, TxnAction::Abort).await.map_err(|e| e.to_string()),
+            }
         }
     }
 
@@ -267,7 +322,7 @@ impl Producer {
         };
         let Some((chunk, synced)) = taken.filter(|(c, _)| !c.numbers.is_empty()) else {
             if self.cfg.transactions {
-                let _ = self.tcs.end_txn(txn, TxnAction::Abort).await;
+                let _ = self.abort_request(txn).await;
             }
             return Ok(End::Done);
         };

@@ -56,6 +56,35 @@ impl std::fmt::Display for ClientKind {
     }
 }
 
+/// The Java client versions known to be served by Maven here (docs/drivers.md).
+pub const JAVA_VERSIONS: &[&str] = &[
+    "4.0.0", "4.0.1", "4.0.2", "4.0.3", "4.0.4", "4.0.5", "4.0.6", "4.0.7", "4.2.4",
+];
+
+/// The Go client's version, fixed by `drivers/go/go.mod`.
+pub const GO_VERSION: &str = "v0.19.0";
+
+/// A `client_version` for the Java client: one of `JAVA_VERSIONS`.
+pub fn check_java_version(v: &str) -> Result<(), String> {
+    if JAVA_VERSIONS.contains(&v) {
+        Ok(())
+    } else {
+        Err(format!(
+            "the Java client {v} is not one the harness can build here; served: {}",
+            JAVA_VERSIONS.join(", ")
+        ))
+    }
+}
+
+/// The Java client version a run uses: the scenario's, else the broker's when it is served,
+/// else the default Pulsar version's.
+pub fn java_version_for(client_version: Option<&str>, broker: Option<&str>) -> String {
+    client_version
+        .map(str::to_string)
+        .or_else(|| broker.filter(|b| JAVA_VERSIONS.contains(b)).map(str::to_string))
+        .unwrap_or_else(|| crate::versions::DEFAULT.to_string())
+}
+
 /// A driver's error answer, verbatim (docs/drivers.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientError {

@@ -105,6 +105,12 @@ pub struct WorkloadFile {
     pub settle_timeout: Option<Dur>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deduplication: Option<bool>,
+    /// The client the workload runs through: `own` (default), `java`, `go` (docs/drivers.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<crate::clients::ClientKind>,
+    /// The Java client's version (default: the broker's, when served; `client: java` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_version: Option<String>,
     /// `produce` (default) or `transform` (consume-transform-produce, see `transform`); the
     /// four keys below go with `transform` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]

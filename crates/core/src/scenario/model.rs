@@ -206,6 +206,10 @@ pub struct Workload {
     /// producer starts: a SEND whose sequence id is not above the last one persisted for its
     /// producer name is then dropped (its receipt names message id -1:-1).
     pub deduplication: bool,
+    /// The client the workload runs through (`own`: the harness's protocol client).
+    pub client: crate::clients::ClientKind,
+    /// The Java client's version as written (`client: java` only; `None`: the broker's).
+    pub client_version: Option<String>,
     /// How long the read-back waits for open transactions after every fault healed before the
     /// read is called held (stuck reads); default `txn_timeout` + 240 s.
     pub settle_timeout: Duration,

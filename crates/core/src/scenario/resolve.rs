@@ -61,6 +61,8 @@ pub(super) fn resolve_workload_file(w: &Workload) -> WorkloadFile {
         stall_timeout: Some(Dur(w.stall_timeout.unwrap_or(Duration::ZERO))),
         settle_timeout: Some(Dur(w.settle_timeout)),
         deduplication: Some(w.deduplication),
+        client: w.client.is_foreign().then_some(w.client),
+        client_version: w.client_version.clone(),
         kind: w.transform.map(|_| super::WorkloadKind::Transform),
         consumers: w.transform.map(|t| t.consumers),
         subscription_type: w.transform.map(|t| t.subscription_type),
@@ -95,6 +97,56 @@ impl Scenario {
 }
 
 impl Scenario {
+    /// Run the workload through another client than the file names (`--client`,
+    /// `--client-version`), checked as the scenario's own keys are; recorded in the resolved
+    /// scenario too.
+    pub fn set_client(
+        &mut self,
+        client: Option<&str>,
+        version: Option<&str>,
+    ) -> Result<(), String> {
+        use crate::clients::ClientKind;
+        let kind = match client {
+            Some(c) => ClientKind::parse(c).ok_or_else(|| {
+                format!("--client {c}: not a client; one of own, java, go")
+            })?,
+            None => self.workload.client,
+        };
+        if kind.is_foreign() && self.workload.transform.is_some() {
+            return Err(format!(
+                "--client {kind}: the {kind} driver runs `kind: produce` only for now (docs/drivers.md)"
+            ));
+        }
+        if kind.is_foreign()
+            && self
+                .faults
+                .iter()
+                .any(|f| matches!(f.kind, super::FaultKind::ReplyLoss { .. }))
+        {
+            return Err(format!(
+                "--client {kind}: reply_loss works with the own client only for now (its proxy sits inside the harness's own client)"
+            ));
+        }
+        let version = match version {
+            Some(v) if kind != ClientKind::Java => {
+                return Err(format!(
+                    "--client-version {v} goes with the Java client only (the {kind} client's version is fixed)"
+                ))
+            }
+            Some(v) => {
+                crate::clients::check_java_version(v)?;
+                Some(v.to_string())
+            }
+            None if kind == ClientKind::Java => self.workload.client_version.clone(),
+            None => None,
+        };
+        self.workload.client = kind;
+        self.workload.client_version = version.clone();
+        self.resolved.workload.client = kind.is_foreign().then_some(kind);
+        self.resolved.workload.client_version = version;
+        Ok(())
+    }
+
     /// Use this adapter file (an absolute path); the resolved copy names it too, so a rerun
     /// from the run directory uses the same.
     pub fn set_adapter(&mut self, path: &str) {

@@ -384,6 +384,22 @@ fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
         return err(&["workload", "settle_timeout"], "must be at least 1s");
     }
     let transform = transform::validate_transform(w, concurrency)?;
+    let client = w.client.unwrap_or_default();
+    if client.is_foreign() && transform.is_some() {
+        return err(
+            &["workload", "client"],
+            format!("client {client} runs `kind: produce` only for now (consume-transform-produce through a driver is not built yet; docs/drivers.md)"),
+        );
+    }
+    if let Some(v) = &w.client_version {
+        if client != crate::clients::ClientKind::Java {
+            return err(
+                &["workload", "client_version"],
+                format!("goes with `client: java` only (the {client} client's version is fixed: docs/drivers.md)"),
+            );
+        }
+        crate::clients::check_java_version(v).map_err(|m| (vec![key("workload"), key("client_version")], m))?;
+    }
     // A transform retries an unknown commit and never resends (see `validate_transform`).
     let default_resend = match transform {
         Some(_) => ResendPolicy::RetryCommit,
@@ -408,6 +424,8 @@ fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
         deadline,
         stall_timeout,
         deduplication: w.deduplication.unwrap_or(false),
+        client,
+        client_version: w.client_version.clone(),
         settle_timeout,
         transform,
     })

@@ -1,0 +1,66 @@
+//! The official clients under the harness: a driver process per run (docs/drivers.md).
+//!
+//! `build` makes the driver of a client and version when first needed (cached by its inputs,
+//! like the image); `process` starts it, speaks the pipelined JSON-lines protocol and turns
+//! its answers into `Answer`s. What an answer *means* (committed, definitively not, or
+//! ambiguous) is decided in the core crate (`clients`), never here.
+
+mod build;
+mod process;
+
+use std::path::PathBuf;
+
+pub use build::{build, Built};
+pub use process::{tail, Answer, ConnectArgs, Driver, Hello};
+
+pub use crate::clients::{ClientError, ClientKind};
+
+/// Which client and library version a run's driver is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spec {
+    pub kind: ClientKind,
+    /// The library version (Java: the `pulsar-client` version; Go: the module version).
+    pub version: String,
+}
+
+impl Spec {
+    /// The driver a workload asks for: `None` for the harness's own client.
+    pub fn for_workload(
+        kind: ClientKind,
+        client_version: Option<&str>,
+        broker_version: Option<&str>,
+    ) -> Option<Spec> {
+        match kind {
+            ClientKind::Own => None,
+            ClientKind::Java => Some(Spec {
+                kind,
+                version: crate::clients::java_version_for(client_version, broker_version),
+            }),
+            ClientKind::Go => Some(Spec {
+                kind,
+                version: crate::clients::GO_VERSION.to_string(),
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for Spec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.kind, self.version)
+    }
+}
+
+/// Why a driver could not be built or started, or stopped answering.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    #[error("cannot build the {client} driver: {message}")]
+    Build { client: String, message: String },
+    #[error("cannot start the {client} driver ({path}): {message}")]
+    Start {
+        client: String,
+        path: PathBuf,
+        message: String,
+    },
+    #[error("the {client} driver ended: {message}")]
+    Gone { client: String, message: String },
+}

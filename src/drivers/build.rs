@@ -1,0 +1,184 @@
+//! A driver built when first needed, cached by its inputs: the sources embedded in the binary
+//! (so the binary builds its drivers wherever it runs, as it builds its image), the client and
+//! the library version. A second build of the same inputs is a directory lookup.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use tokio::process::Command;
+
+use super::{ClientKind, DriverError, Spec};
+
+/// The Java driver's sources (`drivers/java/`), as (path, content).
+const JAVA: &[(&str, &str)] = &[
+    ("pom.xml", include_str!("../../drivers/java/pom.xml")),
+    (
+        "src/main/java/dev/pulsarchaos/driver/Driver.java",
+        include_str!("../../drivers/java/src/main/java/dev/pulsarchaos/driver/Driver.java"),
+    ),
+];
+
+/// The Go driver's sources (`drivers/go/`).
+const GO: &[(&str, &str)] = &[
+    ("go.mod", include_str!("../../drivers/go/go.mod")),
+    ("go.sum", include_str!("../../drivers/go/go.sum")),
+    ("main.go", include_str!("../../drivers/go/main.go")),
+];
+
+/// A built driver: the command that starts it.
+#[derive(Debug, Clone)]
+pub struct Built {
+    pub spec: Spec,
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// The build took this long (zero when it was cached).
+    pub took: Duration,
+}
+
+fn sources(kind: ClientKind) -> &'static [(&'static str, &'static str)] {
+    match kind {
+        ClientKind::Java => JAVA,
+        ClientKind::Go => GO,
+        ClientKind::Own => &[],
+    }
+}
+
+/// The hash of a driver's inputs: its sources and the library version.
+pub fn inputs_hash(spec: &Spec) -> String {
+    let mut h = Sha256::new();
+    for part in [spec.kind.name(), spec.version.as_str()]
+        .into_iter()
+        .chain(sources(spec.kind).iter().flat_map(|(p, c)| [*p, *c]))
+    {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    h.finalize()[..6].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Where the driver of `spec` is kept once built.
+pub fn dir_of(spec: &Spec) -> PathBuf {
+    crate::cluster::image::cache_dir()
+        .join("drivers")
+        .join(format!("{}-{}-{}", spec.kind, spec.version, inputs_hash(spec)))
+}
+
+fn missing(tool: &str) -> bool {
+    !std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+        .unwrap_or(false)
+}
+
+/// The driver of `spec`, built now unless a build of the same inputs is cached.
+pub async fn build(spec: &Spec) -> Result<Built, DriverError> {
+    let err = |message: String| DriverError::Build {
+        client: spec.to_string(),
+        message,
+    };
+    let dir = dir_of(spec);
+    let (tools, artifact, command): (&[&str], &str, Vec<String>) = match spec.kind {
+        ClientKind::Java => (
+            &["java", "mvn"],
+            "driver.jar",
+            vec![
+                "java".into(),
+                // A driver is a small client: a JVM's default heap (a quarter of the machine)
+                // and JIT threads would only compete with the broker on a small machine.
+                "-Xmx512m".into(),
+                "-XX:+UseSerialGC".into(),
+                "-jar".into(),
+                dir.join("driver.jar").display().to_string(),
+            ],
+        ),
+        ClientKind::Go => (&["go"], "driver", vec![dir.join("driver").display().to_string()]),
+        ClientKind::Own => return Err(err("the own client has no driver".into())),
+    };
+    for t in tools {
+        if missing(t) {
+            return Err(err(format!(
+                "`{t}` is not installed (scripts/prepare installs it: Debian package {})",
+                match *t {
+                    "java" => "openjdk-17-jre-headless",
+                    "mvn" => "maven",
+                    _ => "golang-go (1.22 or newer)",
+                }
+            )));
+        }
+    }
+    let started = Instant::now();
+    if dir.join(artifact).is_file() {
+        return Ok(Built {
+            spec: spec.clone(),
+            command,
+            took: Duration::ZERO,
+        });
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| err(format!("{}: {e}", dir.display())))?;
+    // One build at a time per driver: a second run waits for the first's lock, then finds the
+    // artifact.
+    let lock = std::fs::File::create(dir.join(".lock"))
+        .map_err(|e| err(format!("{}: {e}", dir.display())))?;
+    let locked = tokio::task::spawn_blocking(move || {
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).map(|()| lock)
+    })
+    .await
+    .map_err(|e| err(e.to_string()))?
+    .map_err(|e| err(format!("lock: {e}")))?;
+    if !dir.join(artifact).is_file() {
+        compile(spec, &dir, artifact).await.map_err(err)?;
+    }
+    drop(locked);
+    Ok(Built {
+        spec: spec.clone(),
+        command,
+        took: started.elapsed(),
+    })
+}
+
+/// Write the sources into `dir/src` and run the client's build there; the artifact is moved
+/// to `dir/artifact` last, so a present artifact is a complete one.
+async fn compile(spec: &Spec, dir: &Path, artifact: &str) -> Result<(), String> {
+    let src = dir.join("src");
+    let _ = std::fs::remove_dir_all(&src);
+    for (path, content) in sources(spec.kind) {
+        let p = src.join(path);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        std::fs::write(&p, content).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    let (mut cmd, built) = match spec.kind {
+        ClientKind::Java => {
+            let mut c = Command::new("mvn");
+            c.args(["-q", "-B", "-DskipTests"])
+                .arg(format!("-Dpulsar.version={}", spec.version))
+                .arg("package");
+            (c, src.join("target/pulsar-chaos-driver.jar"))
+        }
+        _ => {
+            let mut c = Command::new("go");
+            c.args(["build", "-o", "driver.bin", "."]);
+            (c, src.join("driver.bin"))
+        }
+    };
+    let out = cmd
+        .current_dir(&src)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .map_err(|e| format!("{e}"))?;
+    if !out.status.success() {
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = text.lines().rev().take(15).collect();
+        return Err(format!(
+            "the build in {} failed ({}):\n{}",
+            src.display(),
+            out.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        ));
+    }
+    std::fs::rename(&built, dir.join(artifact)).map_err(|e| format!("{}: {e}", built.display()))
+}

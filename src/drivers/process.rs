@@ -1,0 +1,361 @@
+//! A driver process: started with its standard error as the run's `driver.log`, spoken to in
+//! pipelined JSON lines (docs/drivers.md). Many requests are in flight at once; each waits for
+//! the reply with its id, or for the driver's end, or for its own timeout.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pulsar::message::proto::MessageIdData;
+use serde_json::{json, Map, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::history::TxnId;
+
+use super::{Built, ClientError, ClientKind, DriverError};
+
+/// How one request ended.
+#[derive(Debug, Clone)]
+pub enum Answer {
+    /// The client's own error, verbatim.
+    Client(ClientError),
+    /// No reply within the request's time (the driver is alive; the client has not answered).
+    Timeout(Duration),
+    /// The driver process ended (or its pipes broke) before replying: its exit and last lines.
+    Gone(String),
+}
+
+impl std::fmt::Display for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Answer::Client(e) => write!(f, "{e}"),
+            Answer::Timeout(d) => write!(f, "no answer from the client within {}s", d.as_secs_f64()),
+            Answer::Gone(m) => write!(f, "the driver process ended: {m}"),
+        }
+    }
+}
+
+/// What the driver said about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hello {
+    pub client: String,
+    pub library: String,
+    pub version: String,
+}
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Map<String, Value>, Answer>>>>>;
+
+/// A running driver.
+pub struct Driver {
+    pub kind: ClientKind,
+    pub hello: Hello,
+    pub log: PathBuf,
+    lines: mpsc::UnboundedSender<String>,
+    pending: Pending,
+    gone: Arc<Mutex<Option<String>>>,
+    next_id: AtomicU64,
+    child: tokio::sync::Mutex<Option<Child>>,
+    pid: Option<u32>,
+}
+
+/// The last `n` lines of a log file.
+pub fn tail(path: &Path, n: usize) -> Vec<String> {
+    let text = std::fs::read(path).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let mut lines: Vec<String> = text.lines().rev().take(n).map(str::to_string).collect();
+    lines.reverse();
+    lines
+}
+
+impl Driver {
+    /// Start `built` with its standard error appended to `log`, and ask its `hello`.
+    pub async fn start(built: &Built, log: &Path) -> Result<Driver, DriverError> {
+        let client = built.spec.to_string();
+        let start_err = |message: String| DriverError::Start {
+            client: client.clone(),
+            path: PathBuf::from(&built.command[0]),
+            message,
+        };
+        let log_file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(|e| start_err(format!("{}: {e}", log.display())))?;
+        let mut child = Command::new(&built.command[0])
+            .args(&built.command[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log_file))
+            // Its own process group: a Ctrl-C at the terminal reaches the harness, which ends
+            // the driver itself (closing its input) after healing the faults.
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| start_err(e.to_string()))?;
+        let pid = child.id();
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let pending: Pending = Arc::default();
+        let gone: Arc<Mutex<Option<String>>> = Arc::default();
+        let (lines, mut rx) = mpsc::unbounded_channel::<String>();
+        tokio::spawn(async move {
+            while let Some(mut line) = rx.recv().await {
+                line.push('\n');
+                if stdin.write_all(line.as_bytes()).await.is_err() {
+                    break;
+                }
+                // Write whatever else is queued before flushing once.
+                while let Ok(mut more) = rx.try_recv() {
+                    more.push('\n');
+                    if stdin.write_all(more.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+                if stdin.flush().await.is_err() {
+                    break;
+                }
+            }
+        });
+        {
+            let pending = pending.clone();
+            let gone = gone.clone();
+            let log = log.to_path_buf();
+            tokio::spawn(async move {
+                let mut reader = BufReader::new(stdout).lines();
+                loop {
+                    match reader.next_line().await {
+                        Ok(Some(line)) => deliver(&pending, &line),
+                        Ok(None) | Err(_) => break,
+                    }
+                }
+                let why = format!(
+                    "its output closed (pid {}); last lines of {}:\n{}",
+                    pid.unwrap_or(0),
+                    log.display(),
+                    tail(&log, 15).join("\n")
+                );
+                *gone.lock().expect("lock") = Some(why.clone());
+                for (_, tx) in pending.lock().expect("lock").drain() {
+                    let _ = tx.send(Err(Answer::Gone(why.clone())));
+                }
+            });
+        }
+        let mut driver = Driver {
+            kind: built.spec.kind,
+            hello: Hello {
+                client: String::new(),
+                library: String::new(),
+                version: String::new(),
+            },
+            log: log.to_path_buf(),
+            lines,
+            pending,
+            gone,
+            next_id: AtomicU64::new(1),
+            child: tokio::sync::Mutex::new(Some(child)),
+            pid,
+        };
+        // A JVM starts in about a second; a minute covers a loaded machine.
+        let hello = driver
+            .call("hello", Map::new(), Duration::from_secs(60))
+            .await
+            .map_err(|a| start_err(a.to_string()))?;
+        let field = |k: &str| hello.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        driver.hello = Hello {
+            client: field("client"),
+            library: field("library"),
+            version: field("version"),
+        };
+        Ok(driver)
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// Why the driver ended, once it has.
+    pub fn gone(&self) -> Option<String> {
+        self.gone.lock().expect("lock").clone()
+    }
+
+    /// Send one request and wait for its reply.
+    pub async fn call(
+        &self,
+        op: &str,
+        mut fields: Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<Map<String, Value>, Answer> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        fields.insert("id".into(), json!(id));
+        fields.insert("op".into(), json!(op));
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut pending = self.pending.lock().expect("lock");
+            if let Some(why) = self.gone() {
+                return Err(Answer::Gone(why));
+            }
+            pending.insert(id, tx);
+        }
+        if self.lines.send(Value::Object(fields).to_string()).is_err() {
+            self.pending.lock().expect("lock").remove(&id);
+            return Err(Answer::Gone(
+                self.gone().unwrap_or_else(|| "its input closed".into()),
+            ));
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err(Answer::Gone(self.gone().unwrap_or_default())),
+            Err(_) => {
+                self.pending.lock().expect("lock").remove(&id);
+                Err(Answer::Timeout(timeout))
+            }
+        }
+    }
+
+    /// `connect`: the client and one producer per partition.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn connect(&self, args: &ConnectArgs<'_>, timeout: Duration) -> Result<(), Answer> {
+        let mut m = Map::new();
+        m.insert("service_url".into(), json!(args.service_url));
+        m.insert("topic".into(), json!(args.topic));
+        m.insert("partitions".into(), json!(args.partitions));
+        m.insert("op_timeout_ms".into(), json!(args.op_timeout.as_millis() as u64));
+        m.insert("batch_size".into(), json!(args.batch_size));
+        m.insert("message_size".into(), json!(args.message_size));
+        m.insert("transactions".into(), json!(args.transactions));
+        m.insert("producer_name".into(), json!(args.producer_name));
+        self.call("connect", m, timeout).await.map(|_| ())
+    }
+
+    /// `new_txn`: the client's transaction id.
+    pub async fn new_txn(&self, txn_timeout: Duration, timeout: Duration) -> Result<TxnId, Answer> {
+        let mut m = Map::new();
+        m.insert("timeout_ms".into(), json!(txn_timeout.as_millis() as u64));
+        let r = self.call("new_txn", m, timeout).await?;
+        let pair = r.get("txn").and_then(Value::as_array);
+        match pair.map(|a| (a.first().and_then(Value::as_u64), a.get(1).and_then(Value::as_u64))) {
+            Some((Some(most), Some(least))) => Ok(TxnId { most, least }),
+            _ => Err(bad_reply("new_txn", &r)),
+        }
+    }
+
+    /// `send`: each number's receipt, in order.
+    pub async fn send(
+        &self,
+        txn: Option<TxnId>,
+        partition: u32,
+        numbers: &[u64],
+        timeout: Duration,
+    ) -> Result<Vec<MessageIdData>, Answer> {
+        let mut m = Map::new();
+        m.insert("txn".into(), txn_json(txn));
+        m.insert("partition".into(), json!(partition));
+        m.insert("numbers".into(), json!(numbers));
+        let r = self.call("send", m, timeout).await?;
+        let ids = r.get("ids").and_then(Value::as_array).ok_or_else(|| bad_reply("send", &r))?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let a = id.as_array().ok_or_else(|| bad_reply("send", &r))?;
+            let n = |i: usize| a.get(i).and_then(Value::as_i64);
+            let (Some(ledger), Some(entry)) = (n(0), n(1)) else {
+                return Err(bad_reply("send", &r));
+            };
+            let batch = n(2).unwrap_or(-1);
+            out.push(MessageIdData {
+                ledger_id: ledger as u64,
+                entry_id: entry as u64,
+                partition: Some(partition as i32),
+                batch_index: (batch >= 0).then_some(batch as i32),
+                ..Default::default()
+            });
+        }
+        if out.len() != numbers.len() {
+            return Err(bad_reply("send", &r));
+        }
+        Ok(out)
+    }
+
+    /// `commit` or `abort` of a transaction the driver opened.
+    pub async fn end(&self, txn: TxnId, commit: bool, timeout: Duration) -> Result<(), Answer> {
+        let mut m = Map::new();
+        m.insert("txn".into(), txn_json(Some(txn)));
+        self.call(if commit { "commit" } else { "abort" }, m, timeout)
+            .await
+            .map(|_| ())
+    }
+
+    /// Ask the driver to close its client and exit; killed if it has not within `grace`.
+    pub async fn close(&self, grace: Duration) {
+        let _ = self.call("close", Map::new(), grace).await;
+        let Some(mut child) = self.child.lock().await.take() else {
+            return;
+        };
+        if tokio::time::timeout(grace, child.wait()).await.is_err() {
+            let _ = child.kill().await;
+        }
+    }
+}
+
+/// What `connect` gives the driver.
+#[derive(Debug, Clone)]
+pub struct ConnectArgs<'a> {
+    pub service_url: &'a str,
+    pub topic: &'a str,
+    pub partitions: u32,
+    pub op_timeout: Duration,
+    pub batch_size: u32,
+    pub message_size: usize,
+    pub transactions: bool,
+    pub producer_name: &'a str,
+}
+
+fn txn_json(txn: Option<TxnId>) -> Value {
+    match txn {
+        Some(t) => json!([t.most, t.least]),
+        None => Value::Null,
+    }
+}
+
+fn bad_reply(op: &str, r: &Map<String, Value>) -> Answer {
+    Answer::Client(ClientError {
+        class: "BadReply".into(),
+        message: format!("the driver's reply to {op} is not as docs/drivers.md says: {}", Value::Object(r.clone())),
+        causes: vec![],
+    })
+}
+
+/// Hand one reply line to the request waiting for it (a line that is not a reply is ignored:
+/// the driver's stray output belongs in its log, but must not stop the run).
+fn deliver(pending: &Pending, line: &str) {
+    let Ok(Value::Object(mut m)) = serde_json::from_str::<Value>(line) else {
+        tracing::warn!("the driver wrote a line that is not a reply: {line}");
+        return;
+    };
+    let Some(id) = m.get("id").and_then(Value::as_u64) else {
+        tracing::warn!("the driver wrote a reply without an id: {line}");
+        return;
+    };
+    let Some(tx) = pending.lock().expect("lock").remove(&id) else {
+        return; // its request timed out meanwhile
+    };
+    let ok = m.get("ok").and_then(Value::as_bool).unwrap_or(false);
+    let r = if ok {
+        Ok(m)
+    } else {
+        let e = m
+            .remove("error")
+            .and_then(|e| serde_json::from_value::<ClientError>(e).ok())
+            .unwrap_or_else(|| ClientError {
+                class: "BadReply".into(),
+                message: format!("a failure without an error object: {line}"),
+                causes: vec![],
+            });
+        Err(Answer::Client(e))
+    };
+    let _ = tx.send(r);
+}
