@@ -18,6 +18,10 @@ const JAVA: &[(&str, &str)] = &[
         "src/main/java/dev/pulsarchaos/driver/Driver.java",
         include_str!("../../drivers/java/src/main/java/dev/pulsarchaos/driver/Driver.java"),
     ),
+    (
+        "src/main/resources/simplelogger.properties",
+        include_str!("../../drivers/java/src/main/resources/simplelogger.properties"),
+    ),
 ];
 
 /// The Go driver's sources (`drivers/go/`).

@@ -73,11 +73,14 @@ impl Producer {
             });
             self.stats.commits_in_flight.fetch_add(1, Ordering::SeqCst);
             let t = Instant::now();
-            let answer = self.commit_once(txn).await;
+            let (answer, for_good) = self.commit_once(txn).await;
             self.stats.commits_in_flight.fetch_sub(1, Ordering::SeqCst);
-            // A stopped producer asks no more (a stall must end the run promptly).
-            let may_retry =
-                first.elapsed() < patience && Instant::now() < deadline && !self.is_stopped();
+            // A stopped producer asks no more (a stall must end the run promptly), nor does one
+            // whose client will refuse every later commit of this transaction.
+            let may_retry = first.elapsed() < patience
+                && Instant::now() < deadline
+                && !self.is_stopped()
+                && !for_good;
             let was_ambiguous = state.ever_ambiguous;
             let mut step =
                 policy::next(&mut state, self.cfg.resend, answer, may_retry);
@@ -144,24 +147,31 @@ impl Producer {
     /// own client's from the wire (`classify_commit`), an official client's from its table
     /// (`clients::classify_commit`). The driver's end stops the producer (the answer stays
     /// ambiguous: the request may have left).
-    async fn commit_once(&self, txn: TxnId) -> CommitAnswer {
+    /// Also whether the client will refuse every later commit of it (`refuses_for_good`).
+    async fn commit_once(&self, txn: TxnId) -> (CommitAnswer, bool) {
         let Some(d) = &self.driver else {
-            return classify_commit(&self.tcs.end_txn(txn, TxnAction::Commit).await);
+            let r = self.tcs.end_txn(txn, TxnAction::Commit).await;
+            return (classify_commit(&r), false);
         };
         // The client's own operation timeout should answer first.
         let patience = self.cfg.op_timeout + Duration::from_secs(10);
         match d.end(txn, true, patience).await {
-            Ok(()) => clients::classify_commit(d.kind, &Ok(())),
-            Err(Answer::Client(e)) => clients::classify_commit(d.kind, &Err(e)),
-            Err(a @ Answer::Timeout(_)) => {
-                CommitAnswer::Ambiguous(format!("{} client: commit(): {a}", d.kind))
+            Ok(()) => (clients::classify_commit(d.kind, &Ok(())), false),
+            Err(Answer::Client(e)) => {
+                let for_good = clients::refuses_for_good(d.kind, &e);
+                (clients::classify_commit(d.kind, &Err(e)), for_good)
             }
+            Err(a @ Answer::Timeout(_)) => (
+                CommitAnswer::Ambiguous(format!("{} client: commit(): {a}", d.kind)),
+                false,
+            ),
             Err(Answer::Gone(why)) => {
                 self.fail(format!("the {} driver ended: {why}", d.kind));
-                CommitAnswer::Ambiguous(format!(
+                let a = CommitAnswer::Ambiguous(format!(
                     "{} client: the driver ended while commit() was under way",
                     d.kind
-                ))
+                ));
+                (a, true)
             }
         }
     }

@@ -118,6 +118,9 @@ pub enum Meaning {
     NotFound,
     /// The client refused before sending anything: no request left the process.
     NotSent,
+    /// As `NotSent`, and the client will refuse every later request on this transaction the
+    /// same way (its local state no longer allows one): asking again is useless.
+    NotSentForGood,
     /// Transactions cannot work here at all.
     Fatal,
     /// The request may have reached the coordinator; its effect is unknown.
@@ -157,6 +160,12 @@ pub fn row_for(kind: ClientKind, e: &ClientError) -> Option<&'static Row> {
     commit_rows(kind).iter().find(|r| r.matches(e))
 }
 
+/// Whether the client will refuse every later commit of the transaction as it refused this
+/// one (`Meaning::NotSentForGood`): the producer then stops asking.
+pub fn refuses_for_good(kind: ClientKind, e: &ClientError) -> bool {
+    row_for(kind, e).is_some_and(|r| r.meaning == Meaning::NotSentForGood)
+}
+
 /// What a foreign client's answer to a commit says (`policy::next` decides the step).
 pub fn classify_commit(kind: ClientKind, answer: &Result<(), ClientError>) -> CommitAnswer {
     let e = match answer {
@@ -172,13 +181,18 @@ pub fn classify_commit(kind: ClientKind, answer: &Result<(), ClientError>) -> Co
         ));
     };
     match row.meaning {
+        // Only the broker's own wording ("... but it is in COMMITTED status") names the
+        // coordinator's state; a message without it says nothing about the commit.
+        Meaning::CoordinatorState if !e.message.contains("it is in") => {
+            CommitAnswer::Ambiguous(text)
+        }
         Meaning::CoordinatorState => match crate::policy::state_named(&e.message) {
             Some("COMMITTING") | Some("COMMITTED") => CommitAnswer::Committed(text),
             Some("ABORTING") | Some("ABORTED") | Some("TIME_OUT") => CommitAnswer::Aborted(text),
             _ => CommitAnswer::Ambiguous(text),
         },
         Meaning::NotFound => CommitAnswer::NotFound(text),
-        Meaning::NotSent => CommitAnswer::NotSent(text),
+        Meaning::NotSent | Meaning::NotSentForGood => CommitAnswer::NotSent(text),
         Meaning::Fatal => CommitAnswer::Fatal(text),
         Meaning::Ambiguous => CommitAnswer::Ambiguous(text),
     }

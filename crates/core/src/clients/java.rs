@@ -26,7 +26,7 @@ pub const COMMIT_ROWS: &[Row] = &[
     Row {
         class: INVALID_TXN_STATUS,
         message_contains: Some("with unexpected state"),
-        meaning: Meaning::NotSent,
+        meaning: Meaning::NotSentForGood,
         source: "TransactionImpl.commit → checkState(OPEN, COMMITTING): when the client's local \
                  state is neither, commit() returns a failed future with \"[most:least] with \
                  unexpected state: S, expect: [OPEN, COMMITTING]\" before anything else \

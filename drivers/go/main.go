@@ -1,0 +1,618 @@
+// The pulsar-chaos driver for the official Go client (github.com/apache/pulsar-client-go).
+//
+// It speaks protocol version 1 of docs/drivers.md: one JSON request per line on stdin, one
+// JSON reply per line on stdout, pipelined (one goroutine per request, replies in completion
+// order). stdout carries protocol lines only; the client's log and the driver's own go to
+// stderr. The driver never interprets an error: it reports the client's answer verbatim.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+)
+
+const (
+	protocolVersion = 1
+	library         = "github.com/apache/pulsar-client-go"
+	// How long the driver waits for a best-effort close of its client before it exits.
+	closeGrace = 2 * time.Second
+	// Successfully ended transactions are remembered (so that a second commit or abort of
+	// the same id reaches the client's own transaction object) up to this many; older ones
+	// are forgotten and answered UnknownTxn. Transactions whose end failed are never
+	// forgotten: the harness may ask again.
+	endedKept = 10000
+)
+
+// request is the union of every op's fields.
+type request struct {
+	ID           int64           `json:"id"`
+	Op           string          `json:"op"`
+	ServiceURL   string          `json:"service_url"`
+	Topic        string          `json:"topic"`
+	Partitions   int             `json:"partitions"`
+	OpTimeoutMs  int64           `json:"op_timeout_ms"`
+	BatchSize    int             `json:"batch_size"`
+	MessageSize  int             `json:"message_size"`
+	Transactions bool            `json:"transactions"`
+	ProducerName string          `json:"producer_name"`
+	TimeoutMs    int64           `json:"timeout_ms"`
+	Txn          json.RawMessage `json:"txn"`
+	Partition    int             `json:"partition"`
+	Numbers      []uint64        `json:"numbers"`
+}
+
+type errorBody struct {
+	Class   string   `json:"class"`
+	Message string   `json:"message"`
+	Causes  []string `json:"causes"`
+}
+
+type txnKey [2]uint64
+
+type driver struct {
+	log *slog.Logger
+
+	outMu sync.Mutex
+	out   *os.File
+
+	connMu      sync.Mutex
+	connecting  bool
+	client      pulsar.Client
+	producers   []pulsar.Producer
+	batching    bool
+	messageSize int
+	txnsEnabled bool
+
+	txnMu sync.Mutex
+	txns  map[txnKey]pulsar.Transaction
+	ended []txnKey // successfully ended, oldest first
+
+}
+
+func main() {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	d := &driver{log: logger, out: os.Stdout, txns: make(map[txnKey]pulsar.Transaction)}
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(strings.TrimSpace(string(line))) > 0 {
+			d.dispatch(line)
+		}
+		if err != nil {
+			// End of input (or a read error): the harness is gone. Exit at once.
+			logger.Info("stdin closed; exiting", "err", err)
+			d.shutdown()
+			os.Exit(0)
+		}
+	}
+}
+
+func (d *driver) dispatch(line []byte) {
+	var r request
+	if err := json.Unmarshal(line, &r); err != nil {
+		var idOnly struct {
+			ID int64 `json:"id"`
+		}
+		_ = json.Unmarshal(line, &idOnly)
+		d.fail(idOnly.ID, "BadRequest", fmt.Sprintf("cannot parse request: %v", err), nil)
+		return
+	}
+	if r.Op == "close" {
+		// Answered before the driver exits; requests still running are abandoned.
+		d.reply(r.ID, nil)
+		d.shutdown()
+		os.Exit(0)
+	}
+	go d.handle(&r)
+}
+
+// shutdown closes the client, best effort and bounded in time.
+func (d *driver) shutdown() {
+	d.connMu.Lock()
+	client, producers := d.client, d.producers
+	d.connMu.Unlock()
+	if client == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		for _, p := range producers {
+			p.Close()
+		}
+		client.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(closeGrace):
+		d.log.Warn("client close did not finish in time; exiting anyway")
+	}
+}
+
+func (d *driver) handle(r *request) {
+	switch r.Op {
+	case "hello":
+		d.reply(r.ID, map[string]any{
+			"client":   "go",
+			"library":  library,
+			"version":  libraryVersion(),
+			"protocol": protocolVersion,
+		})
+	case "connect":
+		d.connect(r)
+	case "new_txn":
+		d.newTxn(r)
+	case "send":
+		d.send(r)
+	case "commit", "abort":
+		d.end(r)
+	default:
+		d.fail(r.ID, "BadRequest", fmt.Sprintf("unknown op %q", r.Op), nil)
+	}
+}
+
+func libraryVersion() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	for _, m := range info.Deps {
+		if m.Path == library {
+			if m.Replace != nil {
+				return m.Replace.Version
+			}
+			return m.Version
+		}
+	}
+	return "unknown"
+}
+
+func (d *driver) connect(r *request) {
+	if r.Partitions <= 0 || r.Topic == "" || r.ServiceURL == "" {
+		d.fail(r.ID, "BadRequest", "connect needs service_url, topic and partitions > 0", nil)
+		return
+	}
+	d.connMu.Lock()
+	if d.connecting || d.client != nil {
+		d.connMu.Unlock()
+		d.fail(r.ID, "BadRequest", "only one connect per process", nil)
+		return
+	}
+	d.connecting = true
+	d.connMu.Unlock()
+
+	client, producers, err := d.open(r)
+
+	d.connMu.Lock()
+	d.connecting = false
+	if err == nil {
+		d.client, d.producers = client, producers
+		d.batching = r.BatchSize > 1
+		d.messageSize = r.MessageSize
+		d.txnsEnabled = r.Transactions
+	}
+	d.connMu.Unlock()
+	if err != nil {
+		d.failErr(r.ID, err)
+		return
+	}
+	d.reply(r.ID, nil)
+}
+
+func (d *driver) open(r *request) (pulsar.Client, []pulsar.Producer, error) {
+	client, err := pulsar.NewClient(pulsar.ClientOptions{
+		URL:               r.ServiceURL,
+		OperationTimeout:  time.Duration(r.OpTimeoutMs) * time.Millisecond,
+		EnableTransaction: r.Transactions,
+		Logger:            plog.NewLoggerWithSlog(d.log.With("src", "pulsar-client-go")),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	producers := make([]pulsar.Producer, r.Partitions)
+	errs := make([]error, r.Partitions)
+	var wg sync.WaitGroup
+	for i := 0; i < r.Partitions; i++ {
+		opts := pulsar.ProducerOptions{
+			Topic: fmt.Sprintf("%s-partition-%d", r.Topic, i),
+			Name:  fmt.Sprintf("%s-p%d", r.ProducerName, i),
+		}
+		if r.ProducerName == "" {
+			opts.Name = ""
+		}
+		if r.Transactions {
+			// Negative disables the send timeout (producer.go SendTimeout: "negative such as
+			// -1 to disable"); 0 would mean the 30 s default.
+			opts.SendTimeout = -1
+		}
+		if r.BatchSize <= 1 {
+			opts.DisableBatching = true
+		} else {
+			opts.BatchingMaxMessages = uint(r.BatchSize)
+		}
+		wg.Add(1)
+		go func(i int, opts pulsar.ProducerOptions) {
+			defer wg.Done()
+			producers[i], errs[i] = client.CreateProducer(opts)
+		}(i, opts)
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			for _, p := range producers {
+				if p != nil {
+					p.Close()
+				}
+			}
+			client.Close()
+			return nil, nil, e
+		}
+	}
+	return client, producers, nil
+}
+
+// connected returns the client and producers, or false before a successful connect.
+func (d *driver) connected() (pulsar.Client, []pulsar.Producer, bool) {
+	d.connMu.Lock()
+	defer d.connMu.Unlock()
+	return d.client, d.producers, d.client != nil
+}
+
+func (d *driver) newTxn(r *request) {
+	client, _, ok := d.connected()
+	if !ok {
+		d.fail(r.ID, "BadRequest", "new_txn before connect", nil)
+		return
+	}
+	txn, err := client.NewTransaction(time.Duration(r.TimeoutMs) * time.Millisecond)
+	if err != nil {
+		d.failErr(r.ID, err)
+		return
+	}
+	id := txn.GetTxnID()
+	key := txnKey{id.MostSigBits, id.LeastSigBits}
+	d.txnMu.Lock()
+	d.txns[key] = txn
+	d.txnMu.Unlock()
+	d.reply(r.ID, map[string]any{"txn": key})
+}
+
+// parseTxn reads a `txn` field: null (nil, true) or [most, least]. Signed values (a Java
+// long) are taken bit for bit.
+func parseTxn(raw json.RawMessage) (*txnKey, error) {
+	s := strings.TrimSpace(string(raw))
+	if s == "" || s == "null" {
+		return nil, nil
+	}
+	var parts []json.Number
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	if err := dec.Decode(&parts); err != nil || len(parts) != 2 {
+		return nil, fmt.Errorf("txn must be [most, least] or null, got %s", s)
+	}
+	var k txnKey
+	for i, p := range parts {
+		if u, err := strconv.ParseUint(p.String(), 10, 64); err == nil {
+			k[i] = u
+		} else if v, err := strconv.ParseInt(p.String(), 10, 64); err == nil {
+			k[i] = uint64(v)
+		} else {
+			return nil, fmt.Errorf("txn must be [most, least] or null, got %s", s)
+		}
+	}
+	return &k, nil
+}
+
+// lookupTxn answers the request itself (BadRequest or UnknownTxn) when it returns false.
+func (d *driver) lookupTxn(r *request) (pulsar.Transaction, bool) {
+	key, err := parseTxn(r.Txn)
+	if err != nil {
+		d.fail(r.ID, "BadRequest", err.Error(), nil)
+		return nil, false
+	}
+	if key == nil {
+		return nil, true
+	}
+	d.txnMu.Lock()
+	txn, ok := d.txns[*key]
+	d.txnMu.Unlock()
+	if !ok {
+		d.fail(r.ID, "UnknownTxn", fmt.Sprintf("the driver has no transaction [%d, %d]", key[0], key[1]), nil)
+		return nil, false
+	}
+	return txn, true
+}
+
+func payload(n uint64, size int) []byte {
+	p := []byte(strconv.FormatUint(n, 10))
+	for len(p) < size {
+		p = append(p, ' ')
+	}
+	return p
+}
+
+func (d *driver) send(r *request) {
+	_, producers, ok := d.connected()
+	if !ok {
+		d.fail(r.ID, "BadRequest", "send before connect", nil)
+		return
+	}
+	if r.Partition < 0 || r.Partition >= len(producers) {
+		d.fail(r.ID, "BadRequest", fmt.Sprintf("partition %d out of range", r.Partition), nil)
+		return
+	}
+	txn, ok := d.lookupTxn(r)
+	if !ok {
+		return
+	}
+	d.connMu.Lock()
+	batching, size := d.batching, d.messageSize
+	d.connMu.Unlock()
+	p := producers[r.Partition]
+
+	ids := make([][3]int64, len(r.Numbers))
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	ctx := context.Background()
+	for i, n := range r.Numbers {
+		msg := &pulsar.ProducerMessage{Payload: payload(n, size)}
+		if txn != nil {
+			msg.Transaction = txn
+		}
+		wg.Add(1)
+		i := i
+		p.SendAsync(ctx, msg, func(id pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+			defer wg.Done()
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+				return
+			}
+			batch := int64(-1)
+			if batching {
+				batch = int64(id.BatchIdx())
+			}
+			ids[i] = [3]int64{id.LedgerID(), id.EntryID(), batch}
+		})
+	}
+	if err := p.Flush(); err != nil {
+		d.log.Warn("flush failed", "id", r.ID, "err", err)
+	}
+	wg.Wait()
+	if firstErr != nil {
+		d.failErr(r.ID, firstErr)
+		return
+	}
+	d.reply(r.ID, map[string]any{"ids": ids})
+}
+
+func (d *driver) end(r *request) {
+	if _, _, ok := d.connected(); !ok {
+		d.fail(r.ID, "BadRequest", r.Op+" before connect", nil)
+		return
+	}
+	key, err := parseTxn(r.Txn)
+	if err != nil || key == nil {
+		msg := "txn is required"
+		if err != nil {
+			msg = err.Error()
+		}
+		d.fail(r.ID, "BadRequest", msg, nil)
+		return
+	}
+	txn, ok := d.lookupTxn(r)
+	if !ok {
+		return
+	}
+	if r.Op == "commit" {
+		err = txn.Commit(context.Background())
+	} else {
+		err = txn.Abort(context.Background())
+	}
+	if err != nil {
+		d.failErr(r.ID, err)
+		return
+	}
+	d.txnMu.Lock()
+	d.ended = append(d.ended, *key)
+	if len(d.ended) > endedKept {
+		delete(d.txns, d.ended[0])
+		d.ended = d.ended[1:]
+	}
+	d.txnMu.Unlock()
+	d.reply(r.ID, nil)
+}
+
+// ---- replies ----
+
+func (d *driver) write(v map[string]any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]any{"id": v["id"], "ok": false,
+			"error": errorBody{Class: "DriverError", Message: err.Error(), Causes: []string{}}})
+	}
+	b = append(b, '\n')
+	d.outMu.Lock()
+	defer d.outMu.Unlock()
+	if _, err := d.out.Write(b); err != nil {
+		d.log.Error("cannot write a reply; exiting", "err", err)
+		os.Exit(0)
+	}
+}
+
+func (d *driver) reply(id int64, fields map[string]any) {
+	v := map[string]any{"id": id, "ok": true}
+	for k, f := range fields {
+		v[k] = f
+	}
+	d.write(v)
+}
+
+func (d *driver) fail(id int64, class, message string, causes []string) {
+	if causes == nil {
+		causes = []string{}
+	}
+	d.write(map[string]any{"id": id, "ok": false,
+		"error": errorBody{Class: class, Message: message, Causes: causes}})
+}
+
+func (d *driver) failErr(id int64, err error) {
+	d.fail(id, errorClass(err), err.Error(), causes(err))
+}
+
+// errorClass: the pulsar.Result name when the error is (or wraps) a *pulsar.Error, else the
+// Go type as %T prints it (docs/drivers.md).
+func errorClass(err error) string {
+	var pe *pulsar.Error
+	if errors.As(err, &pe) {
+		return resultName(pe.Result())
+	}
+	return fmt.Sprintf("%T", err)
+}
+
+// causes lists the chain below err (errors.Unwrap, and every branch of an errors.Join), each
+// as "<type>: <message>".
+func causes(err error) []string {
+	out := []string{}
+	var walk func(e error)
+	walk = func(e error) {
+		var below []error
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			below = u.Unwrap()
+		case interface{ Unwrap() error }:
+			if w := u.Unwrap(); w != nil {
+				below = []error{w}
+			}
+		}
+		for _, b := range below {
+			if b == nil {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s: %s", errorClass(b), b.Error()))
+			walk(b)
+		}
+	}
+	walk(err)
+	return out
+}
+
+// resultName spells a pulsar.Result as its Go constant. The client's own getResultStr is
+// unexported and incomplete in v0.19.0 (InvalidStatus, ProducerFenced,
+// MaxConcurrentOperationsReached and TransactionCoordinatorNotEnabled print as
+// "Result(n)"), so the driver names the constants itself.
+func resultName(r pulsar.Result) string {
+	switch r {
+	case pulsar.Ok:
+		return "Ok"
+	case pulsar.UnknownError:
+		return "UnknownError"
+	case pulsar.InvalidConfiguration:
+		return "InvalidConfiguration"
+	case pulsar.TimeoutError:
+		return "TimeoutError"
+	case pulsar.LookupError:
+		return "LookupError"
+	case pulsar.ConnectError:
+		return "ConnectError"
+	case pulsar.ReadError:
+		return "ReadError"
+	case pulsar.AuthenticationError:
+		return "AuthenticationError"
+	case pulsar.AuthorizationError:
+		return "AuthorizationError"
+	case pulsar.ErrorGettingAuthenticationData:
+		return "ErrorGettingAuthenticationData"
+	case pulsar.BrokerMetadataError:
+		return "BrokerMetadataError"
+	case pulsar.BrokerPersistenceError:
+		return "BrokerPersistenceError"
+	case pulsar.ChecksumError:
+		return "ChecksumError"
+	case pulsar.ConsumerBusy:
+		return "ConsumerBusy"
+	case pulsar.NotConnectedError:
+		return "NotConnectedError"
+	case pulsar.AlreadyClosedError:
+		return "AlreadyClosedError"
+	case pulsar.InvalidMessage:
+		return "InvalidMessage"
+	case pulsar.ConsumerNotInitialized:
+		return "ConsumerNotInitialized"
+	case pulsar.ProducerNotInitialized:
+		return "ProducerNotInitialized"
+	case pulsar.TooManyLookupRequestException:
+		return "TooManyLookupRequestException"
+	case pulsar.InvalidTopicName:
+		return "InvalidTopicName"
+	case pulsar.InvalidURL:
+		return "InvalidURL"
+	case pulsar.ServiceUnitNotReady:
+		return "ServiceUnitNotReady"
+	case pulsar.OperationNotSupported:
+		return "OperationNotSupported"
+	case pulsar.ProducerBlockedQuotaExceededError:
+		return "ProducerBlockedQuotaExceededError"
+	case pulsar.ProducerBlockedQuotaExceededException:
+		return "ProducerBlockedQuotaExceededException"
+	case pulsar.ProducerQueueIsFull:
+		return "ProducerQueueIsFull"
+	case pulsar.MessageTooBig:
+		return "MessageTooBig"
+	case pulsar.TopicNotFound:
+		return "TopicNotFound"
+	case pulsar.SubscriptionNotFound:
+		return "SubscriptionNotFound"
+	case pulsar.ConsumerNotFound:
+		return "ConsumerNotFound"
+	case pulsar.UnsupportedVersionError:
+		return "UnsupportedVersionError"
+	case pulsar.TopicTerminated:
+		return "TopicTerminated"
+	case pulsar.CryptoError:
+		return "CryptoError"
+	case pulsar.ConsumerClosed:
+		return "ConsumerClosed"
+	case pulsar.InvalidBatchBuilderType:
+		return "InvalidBatchBuilderType"
+	case pulsar.AddToBatchFailed:
+		return "AddToBatchFailed"
+	case pulsar.SeekFailed:
+		return "SeekFailed"
+	case pulsar.ProducerClosed:
+		return "ProducerClosed"
+	case pulsar.SchemaFailure:
+		return "SchemaFailure"
+	case pulsar.InvalidStatus:
+		return "InvalidStatus"
+	case pulsar.TransactionNoFoundError:
+		return "TransactionNoFoundError"
+	case pulsar.ClientMemoryBufferIsFull:
+		return "ClientMemoryBufferIsFull"
+	case pulsar.ProducerFenced:
+		return "ProducerFenced"
+	case pulsar.MaxConcurrentOperationsReached:
+		return "MaxConcurrentOperationsReached"
+	case pulsar.TransactionCoordinatorNotEnabled:
+		return "TransactionCoordinatorNotEnabled"
+	default:
+		return fmt.Sprintf("Result(%d)", int(r))
+	}
+}
