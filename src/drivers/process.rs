@@ -59,7 +59,7 @@ pub struct Driver {
     pending: Pending,
     gone: Arc<Mutex<Option<String>>>,
     next_id: AtomicU64,
-    child: tokio::sync::Mutex<Option<Child>>,
+    child: Arc<tokio::sync::Mutex<Option<Child>>>,
     pid: Option<u32>,
 }
 
@@ -100,6 +100,8 @@ impl Driver {
         let pid = child.id();
         let mut stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
+        let pid_text = pid.map_or("?".to_string(), |p| p.to_string());
+        let child = Arc::new(tokio::sync::Mutex::new(Some(child)));
         let pending: Pending = Arc::default();
         let gone: Arc<Mutex<Option<String>>> = Arc::default();
         let (lines, mut rx) = mpsc::unbounded_channel::<String>();
@@ -125,6 +127,7 @@ impl Driver {
             let pending = pending.clone();
             let gone = gone.clone();
             let log = log.to_path_buf();
+            let child = child.clone();
             tokio::spawn(async move {
                 let mut reader = BufReader::new(stdout).lines();
                 loop {
@@ -133,9 +136,17 @@ impl Driver {
                         Ok(None) | Err(_) => break,
                     }
                 }
+                // How it ended, if it did (a closed output of a live process says so too).
+                let status = match child.lock().await.as_mut() {
+                    Some(c) => match tokio::time::timeout(Duration::from_secs(2), c.wait()).await {
+                        Ok(Ok(s)) => s.to_string(),
+                        Ok(Err(e)) => format!("its status is unknown: {e}"),
+                        Err(_) => "its output closed while it still runs".to_string(),
+                    },
+                    None => "closed by the harness".to_string(),
+                };
                 let why = format!(
-                    "its output closed (pid {}); last lines of {}:\n{}",
-                    pid.unwrap_or(0),
+                    "pid {pid_text}, {status}; last lines of {}:\n{}",
                     log.display(),
                     tail(&log, 15).join("\n")
                 );
@@ -157,7 +168,7 @@ impl Driver {
             pending,
             gone,
             next_id: AtomicU64::new(1),
-            child: tokio::sync::Mutex::new(Some(child)),
+            child,
             pid,
         };
         // A JVM starts in about a second; a minute covers a loaded machine.

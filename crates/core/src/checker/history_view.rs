@@ -223,10 +223,15 @@ impl Scan<'_> {
                     d.push(format!("{command} dropped by {fault} at t={}", secs(t)));
                 }
             }
-            EventBody::ProducerFinished { complete, .. } => {
+            EventBody::ProducerFinished {
+                complete, detail, ..
+            } => {
                 v.saw_producer = true;
                 v.producer.finished = true;
                 v.producer.complete = complete;
+                v.producer.stopped_because = (!complete)
+                    .then(|| detail.lines().next().unwrap_or_default().to_string())
+                    .filter(|d| !d.is_empty());
             }
             _ => {}
         }

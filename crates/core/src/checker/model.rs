@@ -187,6 +187,10 @@ pub struct ProducerSummary {
     pub withheld: u64,
     pub finished: bool,
     pub complete: bool,
+    /// Why it stopped, when it stopped before every number was final (the first line of
+    /// `producer_finished`'s detail: a stall, a signal, the driver's end, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_because: Option<String>,
 }
 
 /// The verdict, as written to verdict.json.

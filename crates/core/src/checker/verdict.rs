@@ -244,9 +244,13 @@ fn unfinished_reasons(view: Option<&HistoryView>, ctx: &Context, reasons: &mut V
         if !v.producer.finished {
             reasons.push("the producer never finished (no producer_finished event)".to_string());
         } else if !v.producer.complete {
-            reasons.push(
-                "the producer stopped before every number was confirmed committed".to_string(),
-            );
+            reasons.push(match &v.producer.stopped_because {
+                Some(why) => format!(
+                    "the producer stopped before every number was confirmed committed ({why})"
+                ),
+                None => "the producer stopped before every number was confirmed committed"
+                    .to_string(),
+            });
         }
     }
 }
