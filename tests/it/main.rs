@@ -6,6 +6,7 @@ mod common;
 mod scratch;
 
 mod cli;
+mod clients;
 mod cluster;
 mod consume;
 mod durability;

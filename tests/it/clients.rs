@@ -1,0 +1,258 @@
+//! Issue 31: the official Java and Go clients under the harness (docs/drivers.md). Each test
+//! shares one standalone among its runs; the drivers are built on first use (cached).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pulsar_chaos::scenario::Topology;
+
+use crate::common::*;
+use crate::durability::{kill_now, resume, wait_for_moment, wait_run_dir};
+
+fn urls(tc: &TestCluster) -> [String; 4] {
+    let b = &tc.cluster.brokers()[0];
+    [
+        "--service-url".into(),
+        b.service_url.clone(),
+        "--admin-url".into(),
+        b.admin_url.clone(),
+    ]
+}
+
+fn scenario(dir: &Path, name: &str, client: &str, extra: &str) -> std::path::PathBuf {
+    write(
+        dir,
+        &format!("{name}.yaml"),
+        &format!(
+            "name: {name}\nworkload:\n  topic: persistent://public/default/{name}\n  partitions: 4\n  messages: 20000\n  txn_size: 100\n  batch_size: 10\n  concurrency: 4\n  client: {client}\n{extra}"
+        ),
+    )
+}
+
+/// The driver's pid, from the history's `client:` note.
+fn driver_pid(run_dir: &Path) -> Option<i32> {
+    let h = std::fs::read_to_string(run_dir.join("history.jsonl")).ok()?;
+    h.lines().rev().find_map(|l| {
+        let e: serde_json::Value = serde_json::from_str(l).ok()?;
+        let m = e["message"].as_str()?;
+        m.starts_with("client: ")
+            .then(|| m.rsplit("driver pid ").next()?.trim().parse().ok())
+            .flatten()
+    })
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie is gone for our purposes: it answers nothing.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false)
+}
+
+fn count(run_dir: &Path, event: &str, outcome: &str) -> usize {
+    history(run_dir)
+        .iter()
+        .filter(|e| e["event"] == event && (outcome.is_empty() || e["outcome"] == outcome))
+        .count()
+}
+
+#[test]
+fn java_and_go_pass_a_smoke_with_an_independent_readback_and_java_under_unloads() {
+    let dir = tmpdir("clients-smoke");
+    let rt = rt();
+    let tc = rt.block_on(TestCluster::start(Topology::Standalone, 1, 0));
+    let urls = urls(&tc);
+    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    for (client, library) in [
+        ("java", "org.apache.pulsar:pulsar-client 4.2.4"),
+        ("go", "github.com/apache/pulsar-client-go v0.19.0"),
+    ] {
+        let name = format!("{client}-smoke");
+        let s = scenario(&dir, &name, client, "");
+        let o = run_scenario(&s, 31, &dir, &urls);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{client}: {t}");
+        let rd = run_dir_of(&t);
+        let v = verdict(&rd);
+        assert_eq!(v["status"], "pass", "{client}: {v}");
+        let info: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(rd.join("run.json")).unwrap()).unwrap();
+        assert!(
+            info["client"].as_str().unwrap().starts_with(client),
+            "{info}"
+        );
+        // The history names the client and its library as the driver reported them, and every
+        // outcome came from that client.
+        let h = history(&rd);
+        let note = h
+            .iter()
+            .find_map(|e| e["message"].as_str().filter(|m| m.starts_with("client: ")))
+            .unwrap_or_else(|| panic!("{client}: no client note"));
+        assert!(note.contains(library), "{note}");
+        let outcomes: Vec<&serde_json::Value> =
+            h.iter().filter(|e| e["event"] == "txn_outcome").collect();
+        assert_eq!(outcomes.len(), 200, "{client}");
+        for e in outcomes {
+            assert!(
+                e["detail"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{client} client:")),
+                "{e}"
+            );
+        }
+        // The driver's own log is kept, and the driver is gone.
+        let log = std::fs::read_to_string(rd.join("driver.log")).unwrap();
+        assert!(!log.is_empty(), "{client}: empty driver.log");
+        let pid = driver_pid(&rd).unwrap();
+        assert!(!alive(pid), "{client}: driver {pid} still runs");
+        // Another client reads exactly [0, 20000).
+        let payloads = rt.block_on(independent_readback(
+            info["service_url"].as_str().unwrap(),
+            info["topic"].as_str().unwrap(),
+        ));
+        let mut got = numbers(&payloads);
+        got.sort_unstable();
+        assert_eq!(got, (0..20000).collect::<Vec<u64>>(), "{client}");
+    }
+    // Faults work with a foreign client: two topic unloads under the Java client end in a
+    // pass or in Pulsar's own anomalies (the low-water-mark finding), never the harness's.
+    let s = scenario(
+        &dir,
+        "java-unloads",
+        "java",
+        "  rate: 4000\nfaults:\n  - kind: topic_unload\n    schedule: { at: [1500ms, 3s] }\n",
+    );
+    let o = run_scenario(&s, 32, &dir, &urls);
+    let t = text(&o);
+    let rd = run_dir_of(&t);
+    let v = verdict(&rd);
+    assert!(
+        ["pass", "violation"].contains(&v["status"].as_str().unwrap()),
+        "{v}\n{t}"
+    );
+    assert_anomalies_are_pulsars(&v);
+    assert_eq!(v["faults_summary"]["fired"], 2, "{v}");
+}
+
+#[test]
+fn a_killed_driver_is_the_harness_s_gap_and_a_killed_harness_resumes_with_a_new_driver() {
+    let dir = tmpdir("clients-kill");
+    let rt = rt();
+    let tc = rt.block_on(TestCluster::start(Topology::Standalone, 1, 0));
+    let urls = urls(&tc);
+    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let slow = "  rate: 2000\n  messages: 30000\n";
+
+    // 1. The driver is SIGKILLed mid-run: INCONCLUSIVE, every gap the harness's, the driver's
+    //    end named with its last log lines.
+    let killed = dir.join("killed");
+    std::fs::create_dir_all(&killed).unwrap();
+    let s = scenario(&dir, "driver-killed", "java", slow).to_owned();
+    let mut child = spawn_run(&s, 33, &killed, &urls, true);
+    let rd = wait_run_dir(&killed, &mut child);
+    let pid = wait_for_moment(&killed, &mut child, "20 commits", || {
+        (count(&rd, "txn_outcome", "committed") >= 20)
+            .then(|| driver_pid(&rd))
+            .flatten()
+    });
+    let _ = rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid).unwrap(),
+        rustix::process::Signal::KILL,
+    );
+    let out = child.wait_with_output().unwrap();
+    let t = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(4), "{t}");
+    let v = verdict(&rd);
+    assert_eq!(v["status"], "inconclusive", "{v}");
+    let reasons = v["reasons"].to_string();
+    assert!(reasons.contains("the java driver ended"), "{reasons}");
+    assert!(reasons.contains("signal: 9"), "{reasons}");
+    for a in v["missing"].as_array().unwrap() {
+        assert_eq!(a["cause"], "harness", "{a}");
+    }
+    assert!(v["duplicates"].as_array().unwrap().is_empty(), "{v}");
+
+    // 2. The harness is SIGKILLed while commits are under way: its driver sees its input close
+    //    and exits; `--resume` starts a new driver and the run passes.
+    let resumed = dir.join("resumed");
+    std::fs::create_dir_all(&resumed).unwrap();
+    let s = scenario(&dir, "harness-killed", "java", slow);
+    let mut child = Command::new(BIN)
+        .args(run_args(&s, 34, &resumed, &urls))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(resumed.join("segment-0.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let rd = wait_run_dir(&resumed, &mut child);
+    let first = wait_for_moment(&resumed, &mut child, "commits under way", || {
+        (count(&rd, "commit_requested", "") >= 30)
+            .then(|| driver_pid(&rd))
+            .flatten()
+    });
+    kill_now(&mut child, &rd);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while alive(first) {
+        assert!(
+            Instant::now() < deadline,
+            "the driver {first} outlived its harness"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut child = resume(&rd, &resumed.join("segment-1.log"));
+    let status = child.wait().unwrap();
+    let t = crate::durability::logs(&resumed);
+    assert_eq!(status.code(), Some(0), "{t}");
+    let v = verdict(&rd);
+    assert_eq!(v["status"], "pass", "{v}");
+    let notes = history(&rd)
+        .iter()
+        .filter(|e| {
+            e["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("client: java"))
+        })
+        .count();
+    assert_eq!(notes, 2, "one driver per segment");
+    assert_ne!(driver_pid(&rd), Some(first));
+}
+
+#[test]
+fn client_keys_that_do_not_fit_exit_2_with_file_line_and_column() {
+    let dir = tmpdir("clients-bad");
+    let base = "name: t\ncluster: { topology: standalone }\nworkload:\n  topic: persistent://public/default/t\n  messages: 100\n";
+    let cases = [
+        ("unknown.yaml", "  client: python\n", "unknown.yaml:6:", "python"),
+        (
+            "version-go.yaml",
+            "  client: go\n  client_version: 4.2.4\n",
+            "version-go.yaml:7:",
+            "goes with `client: java` only",
+        ),
+        (
+            "version-unserved.yaml",
+            "  client: java\n  client_version: 9.9.9\n",
+            "version-unserved.yaml:7:",
+            "served: 4.0.0",
+        ),
+        (
+            "reply-loss.yaml",
+            "  client: java\nfaults:\n  - kind: reply_loss\n    reply: end_txn\n    count: 1\n    schedule: { at: [1s] }\n",
+            "reply-loss.yaml:8:",
+            "reply_loss works with `client: own` only",
+        ),
+    ];
+    for (name, extra, location, message) in cases {
+        let p = write(&dir, name, &format!("{base}{extra}"));
+        let o = run(&["validate", p.to_str().unwrap()]);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{name}: {t}");
+        assert!(t.contains(location), "{name}: {location:?} not in {t}");
+        assert!(t.contains(message), "{name}: {message:?} not in {t}");
+    }
+    // The same checks for the command line's override.
+    let good = write(&dir, "good.yaml", base);
+    let o = run(&["run", good.to_str().unwrap(), "--client", "rust", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("one of own, java, go"), "{}", text(&o));
+}
