@@ -23,9 +23,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::drivers::{Built, Spec};
 use crate::checker::Verdict;
 use crate::cluster::Cluster;
+use crate::drivers::{Built, Spec};
 use crate::error::Result;
 use crate::lifecycle::RunGuard;
 use crate::plan;
@@ -157,7 +157,9 @@ pub async fn run(req: Request) -> Result<Outcome> {
 pub async fn build_client(scenario: &crate::scenario::Scenario) -> Result<Option<Built>> {
     let w = &scenario.workload;
     let broker = match &scenario.cluster {
-        crate::scenario::ClusterSpec::Docker(d) if d.image.is_none() => Some(d.pulsar_version.as_str()),
+        crate::scenario::ClusterSpec::Docker(d) if d.image.is_none() => {
+            Some(d.pulsar_version.as_str())
+        }
         _ => None,
     };
     let Some(spec) = Spec::for_workload(w.client, w.client_version.as_deref(), broker) else {
@@ -165,7 +167,11 @@ pub async fn build_client(scenario: &crate::scenario::Scenario) -> Result<Option
     };
     let built = crate::drivers::build(&spec).await?;
     if !built.took.is_zero() {
-        eprintln!("built the {} driver in {:.1}s", built.spec, built.took.as_secs_f64());
+        eprintln!(
+            "built the {} driver in {:.1}s",
+            built.spec,
+            built.took.as_secs_f64()
+        );
     }
     Ok(Some(built))
 }

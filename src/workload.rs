@@ -282,7 +282,9 @@ impl Producer {
                 cfg.op_timeout * 3 + Duration::from_secs(30),
             )
             .await
-            .map_err(|a| WorkloadError::Driver(format!("{} client: connect failed: {a}", d.kind)))?;
+            .map_err(|a| {
+                WorkloadError::Driver(format!("{} client: connect failed: {a}", d.kind))
+            })?;
         }
         let rate = cfg.rate.map(|r| RateLimit {
             every: Duration::from_secs_f64(1.0 / f64::from(r)),

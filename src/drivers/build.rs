@@ -59,14 +59,22 @@ pub fn inputs_hash(spec: &Spec) -> String {
         h.update((part.len() as u64).to_le_bytes());
         h.update(part.as_bytes());
     }
-    h.finalize()[..6].iter().map(|b| format!("{b:02x}")).collect()
+    h.finalize()[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Where the driver of `spec` is kept once built.
 pub fn dir_of(spec: &Spec) -> PathBuf {
     crate::cluster::image::cache_dir()
         .join("drivers")
-        .join(format!("{}-{}-{}", spec.kind, spec.version, inputs_hash(spec)))
+        .join(format!(
+            "{}-{}-{}",
+            spec.kind,
+            spec.version,
+            inputs_hash(spec)
+        ))
 }
 
 fn missing(tool: &str) -> bool {
@@ -96,7 +104,11 @@ pub async fn build(spec: &Spec) -> Result<Built, DriverError> {
                 dir.join("driver.jar").display().to_string(),
             ],
         ),
-        ClientKind::Go => (&["go"], "driver", vec![dir.join("driver").display().to_string()]),
+        ClientKind::Go => (
+            &["go"],
+            "driver",
+            vec![dir.join("driver").display().to_string()],
+        ),
         ClientKind::Own => return Err(err("the own client has no driver".into())),
     };
     for t in tools {

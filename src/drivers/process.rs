@@ -34,7 +34,9 @@ impl std::fmt::Display for Answer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Answer::Client(e) => write!(f, "{e}"),
-            Answer::Timeout(d) => write!(f, "no answer from the client within {}s", d.as_secs_f64()),
+            Answer::Timeout(d) => {
+                write!(f, "no answer from the client within {}s", d.as_secs_f64())
+            }
             Answer::Gone(m) => write!(f, "the driver process ended: {m}"),
         }
     }
@@ -176,7 +178,13 @@ impl Driver {
             .call("hello", Map::new(), Duration::from_secs(60))
             .await
             .map_err(|a| start_err(a.to_string()))?;
-        let field = |k: &str| hello.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let field = |k: &str| {
+            hello
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
         driver.hello = Hello {
             client: field("client"),
             library: field("library"),
@@ -235,7 +243,10 @@ impl Driver {
         m.insert("service_url".into(), json!(args.service_url));
         m.insert("topic".into(), json!(args.topic));
         m.insert("partitions".into(), json!(args.partitions));
-        m.insert("op_timeout_ms".into(), json!(args.op_timeout.as_millis() as u64));
+        m.insert(
+            "op_timeout_ms".into(),
+            json!(args.op_timeout.as_millis() as u64),
+        );
         m.insert("batch_size".into(), json!(args.batch_size));
         m.insert("message_size".into(), json!(args.message_size));
         m.insert("transactions".into(), json!(args.transactions));
@@ -249,7 +260,12 @@ impl Driver {
         m.insert("timeout_ms".into(), json!(txn_timeout.as_millis() as u64));
         let r = self.call("new_txn", m, timeout).await?;
         let pair = r.get("txn").and_then(Value::as_array);
-        match pair.map(|a| (a.first().and_then(Value::as_u64), a.get(1).and_then(Value::as_u64))) {
+        match pair.map(|a| {
+            (
+                a.first().and_then(Value::as_u64),
+                a.get(1).and_then(Value::as_u64),
+            )
+        }) {
             Some((Some(most), Some(least))) => Ok(TxnId { most, least }),
             _ => Err(bad_reply("new_txn", &r)),
         }
@@ -268,7 +284,10 @@ impl Driver {
         m.insert("partition".into(), json!(partition));
         m.insert("numbers".into(), json!(numbers));
         let r = self.call("send", m, timeout).await?;
-        let ids = r.get("ids").and_then(Value::as_array).ok_or_else(|| bad_reply("send", &r))?;
+        let ids = r
+            .get("ids")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad_reply("send", &r))?;
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
             let a = id.as_array().ok_or_else(|| bad_reply("send", &r))?;
@@ -335,7 +354,10 @@ fn txn_json(txn: Option<TxnId>) -> Value {
 fn bad_reply(op: &str, r: &Map<String, Value>) -> Answer {
     Answer::Client(ClientError {
         class: "BadReply".into(),
-        message: format!("the driver's reply to {op} is not as docs/drivers.md says: {}", Value::Object(r.clone())),
+        message: format!(
+            "the driver's reply to {op} is not as docs/drivers.md says: {}",
+            Value::Object(r.clone())
+        ),
         causes: vec![],
     })
 }

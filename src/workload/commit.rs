@@ -82,8 +82,7 @@ impl Producer {
                 && !self.is_stopped()
                 && !for_good;
             let was_ambiguous = state.ever_ambiguous;
-            let mut step =
-                policy::next(&mut state, self.cfg.resend, answer, may_retry);
+            let mut step = policy::next(&mut state, self.cfg.resend, answer, may_retry);
             if !was_ambiguous && state.ever_ambiguous {
                 self.stats.ambiguous.fetch_add(1, Ordering::Relaxed);
                 self.history.record(EventBody::TxnOutcome {

@@ -249,19 +249,19 @@ impl Producer {
                         }
                     }
                     let r = match (&driver, producer) {
-                        (Some(d), _) => {
-                            d.send(in_txn, *p as u32, group, timeout + Duration::from_secs(10))
-                                .await
-                                .map_err(|a| match a {
-                                    Answer::Gone(why) => TxnError::Fatal(format!(
-                                        "the {} driver ended: {why}",
-                                        d.kind
-                                    )),
-                                    a => TxnError::Client(format!("{} client: send: {a}", d.kind)),
-                                })
-                        }
+                        (Some(d), _) => d
+                            .send(in_txn, *p as u32, group, timeout + Duration::from_secs(10))
+                            .await
+                            .map_err(|a| match a {
+                                Answer::Gone(why) => {
+                                    TxnError::Fatal(format!("the {} driver ended: {why}", d.kind))
+                                }
+                                a => TxnError::Client(format!("{} client: send: {a}", d.kind)),
+                            }),
                         (None, Some(producer)) => producer.send_batch(in_txn, data, timeout).await,
-                        (None, None) => Err(TxnError::Fatal(format!("no producer for partition {p}"))),
+                        (None, None) => {
+                            Err(TxnError::Fatal(format!("no producer for partition {p}")))
+                        }
                     };
                     (*p, count, r)
                 }

@@ -234,7 +234,10 @@ impl Producer {
     ) -> Result<Option<TxnId>, WorkloadError> {
         let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
         loop {
-            let asked = d.new_txn(self.cfg.txn_timeout, self.cfg.op_timeout + Duration::from_secs(10));
+            let asked = d.new_txn(
+                self.cfg.txn_timeout,
+                self.cfg.op_timeout + Duration::from_secs(10),
+            );
             let r = tokio::select! {
                 r = asked => r,
                 _ = self.until_stopped() => return Ok(None),
@@ -242,10 +245,16 @@ impl Producer {
             match r {
                 Ok(t) => return Ok(Some(t)),
                 Err(Answer::Gone(why)) => {
-                    return Err(WorkloadError::Driver(format!("the {} driver ended: {why}", d.kind)))
+                    return Err(WorkloadError::Driver(format!(
+                        "the {} driver ended: {why}",
+                        d.kind
+                    )))
                 }
                 Err(e) if Instant::now() + backoff.peek() >= deadline => {
-                    tracing::warn!("{} client: newTransaction failed until the deadline: {e}", d.kind);
+                    tracing::warn!(
+                        "{} client: newTransaction failed until the deadline: {e}",
+                        d.kind
+                    );
                     return Ok(None);
                 }
                 Err(e) => {
@@ -271,7 +280,10 @@ impl Producer {
         async move {
             match driver {
                 Some(d) => d.end(txn, false, timeout).await.map_err(|a| a.to_string()),
-                None => tcs.end_txn(txn, TxnAction::Abort).await.map_err(|e| e.to_string()),
+                None => tcs
+                    .end_txn(txn, TxnAction::Abort)
+                    .await
+                    .map_err(|e| e.to_string()),
             }
         }
     }

@@ -20,12 +20,18 @@ fn urls(tc: &TestCluster) -> [String; 4] {
     ]
 }
 
-fn scenario(dir: &Path, name: &str, client: &str, extra: &str) -> std::path::PathBuf {
+fn scenario(
+    dir: &Path,
+    name: &str,
+    client: &str,
+    messages: u64,
+    extra: &str,
+) -> std::path::PathBuf {
     write(
         dir,
         &format!("{name}.yaml"),
         &format!(
-            "name: {name}\nworkload:\n  topic: persistent://public/default/{name}\n  partitions: 4\n  messages: 20000\n  txn_size: 100\n  batch_size: 10\n  concurrency: 4\n  client: {client}\n{extra}"
+            "name: {name}\nworkload:\n  topic: persistent://public/default/{name}\n  partitions: 4\n  messages: {messages}\n  txn_size: 100\n  batch_size: 10\n  concurrency: 4\n  client: {client}\n{extra}"
         ),
     )
 }
@@ -49,9 +55,11 @@ fn alive(pid: i32) -> bool {
         .unwrap_or(false)
 }
 
+/// Events of the history so far (none before the run has opened it).
 fn count(run_dir: &Path, event: &str, outcome: &str) -> usize {
-    history(run_dir)
-        .iter()
+    let text = std::fs::read_to_string(run_dir.join("history.jsonl")).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|e| e["event"] == event && (outcome.is_empty() || e["outcome"] == outcome))
         .count()
 }
@@ -68,7 +76,7 @@ fn java_and_go_pass_a_smoke_with_an_independent_readback_and_java_under_unloads(
         ("go", "github.com/apache/pulsar-client-go v0.19.0"),
     ] {
         let name = format!("{client}-smoke");
-        let s = scenario(&dir, &name, client, "");
+        let s = scenario(&dir, &name, client, 20000, "");
         let o = run_scenario(&s, 31, &dir, &urls);
         let t = text(&o);
         assert_eq!(o.status.code(), Some(0), "{client}: {t}");
@@ -121,6 +129,7 @@ fn java_and_go_pass_a_smoke_with_an_independent_readback_and_java_under_unloads(
         &dir,
         "java-unloads",
         "java",
+        20000,
         "  rate: 4000\nfaults:\n  - kind: topic_unload\n    schedule: { at: [1500ms, 3s] }\n",
     );
     let o = run_scenario(&s, 32, &dir, &urls);
@@ -142,13 +151,14 @@ fn a_killed_driver_is_the_harness_s_gap_and_a_killed_harness_resumes_with_a_new_
     let tc = rt.block_on(TestCluster::start(Topology::Standalone, 1, 0));
     let urls = urls(&tc);
     let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
-    let slow = "  rate: 2000\n  messages: 30000\n";
+    // 30,000 numbers at 2,000 a second: long enough to be killed in the middle.
+    let slow = "  rate: 2000\n";
 
     // 1. The driver is SIGKILLed mid-run: INCONCLUSIVE, every gap the harness's, the driver's
     //    end named with its last log lines.
     let killed = dir.join("killed");
     std::fs::create_dir_all(&killed).unwrap();
-    let s = scenario(&dir, "driver-killed", "java", slow).to_owned();
+    let s = scenario(&dir, "driver-killed", "java", 30000, slow);
     let mut child = spawn_run(&s, 33, &killed, &urls, true);
     let rd = wait_run_dir(&killed, &mut child);
     let pid = wait_for_moment(&killed, &mut child, "20 commits", || {
@@ -177,7 +187,7 @@ fn a_killed_driver_is_the_harness_s_gap_and_a_killed_harness_resumes_with_a_new_
     //    and exits; `--resume` starts a new driver and the run passes.
     let resumed = dir.join("resumed");
     std::fs::create_dir_all(&resumed).unwrap();
-    let s = scenario(&dir, "harness-killed", "java", slow);
+    let s = scenario(&dir, "harness-killed", "java", 30000, slow);
     let mut child = Command::new(BIN)
         .args(run_args(&s, 34, &resumed, &urls))
         .stdout(Stdio::null())
@@ -252,7 +262,13 @@ fn client_keys_that_do_not_fit_exit_2_with_file_line_and_column() {
     }
     // The same checks for the command line's override.
     let good = write(&dir, "good.yaml", base);
-    let o = run(&["run", good.to_str().unwrap(), "--client", "rust", "--dry-run"]);
+    let o = run(&[
+        "run",
+        good.to_str().unwrap(),
+        "--client",
+        "rust",
+        "--dry-run",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("one of own, java, go"), "{}", text(&o));
 }

@@ -81,7 +81,11 @@ pub fn check_java_version(v: &str) -> Result<(), String> {
 pub fn java_version_for(client_version: Option<&str>, broker: Option<&str>) -> String {
     client_version
         .map(str::to_string)
-        .or_else(|| broker.filter(|b| JAVA_VERSIONS.contains(b)).map(str::to_string))
+        .or_else(|| {
+            broker
+                .filter(|b| JAVA_VERSIONS.contains(b))
+                .map(str::to_string)
+        })
         .unwrap_or_else(|| crate::versions::DEFAULT.to_string())
 }
 

@@ -248,8 +248,9 @@ fn unfinished_reasons(view: Option<&HistoryView>, ctx: &Context, reasons: &mut V
                 Some(why) => format!(
                     "the producer stopped before every number was confirmed committed ({why})"
                 ),
-                None => "the producer stopped before every number was confirmed committed"
-                    .to_string(),
+                None => {
+                    "the producer stopped before every number was confirmed committed".to_string()
+                }
             });
         }
     }

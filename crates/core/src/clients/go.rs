@@ -151,7 +151,11 @@ mod tests {
             "TxnError",
         ] {
             let m = format!("Expected transaction state: TxnOpen, actual: {actual}: Result(40)");
-            assert_eq!(meaning("InvalidStatus", &m), Some(Meaning::NotSentForGood), "{m}");
+            assert_eq!(
+                meaning("InvalidStatus", &m),
+                Some(Meaning::NotSentForGood),
+                "{m}"
+            );
             assert!(matches!(
                 classify_commit(ClientKind::Go, &Err(err("InvalidStatus", &m))),
                 CommitAnswer::NotSent(_)

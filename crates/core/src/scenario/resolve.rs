@@ -107,9 +107,8 @@ impl Scenario {
     ) -> Result<(), String> {
         use crate::clients::ClientKind;
         let kind = match client {
-            Some(c) => ClientKind::parse(c).ok_or_else(|| {
-                format!("--client {c}: not a client; one of own, java, go")
-            })?,
+            Some(c) => ClientKind::parse(c)
+                .ok_or_else(|| format!("--client {c}: not a client; one of own, java, go"))?,
             None => self.workload.client,
         };
         if kind.is_foreign() && self.workload.transform.is_some() {

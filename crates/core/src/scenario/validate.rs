@@ -398,7 +398,8 @@ fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
                 format!("goes with `client: java` only (the {client} client's version is fixed: docs/drivers.md)"),
             );
         }
-        crate::clients::check_java_version(v).map_err(|m| (vec![key("workload"), key("client_version")], m))?;
+        crate::clients::check_java_version(v)
+            .map_err(|m| (vec![key("workload"), key("client_version")], m))?;
     }
     // A transform retries an unknown commit and never resends (see `validate_transform`).
     let default_resend = match transform {
