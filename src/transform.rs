@@ -179,8 +179,7 @@ impl Transformer {
             &cfg.topic,
             cfg.partitions,
             &format!("{}-out", cfg.name),
-            true,
-            true,
+            crate::txn::ProducerMode::Transactional,
         )
         .await?;
         Ok(Transformer {

@@ -32,7 +32,7 @@ use crate::journal::{Journal, JournalError};
 use crate::scenario::ResendPolicy;
 use crate::txn::coordinator::Coordinators;
 use crate::txn::producer::PartitionProducer;
-use crate::txn::{Client, Producers, TxnError};
+use crate::txn::{Client, ProducerMode, Producers, TxnError};
 
 pub use queue::take_chunk;
 pub use send::payload;
@@ -262,8 +262,11 @@ impl Producer {
             &cfg.topic,
             cfg.partitions,
             &cfg.name,
-            cfg.transactions,
-            cfg.driver.is_none(),
+            match (&cfg.driver, cfg.transactions) {
+                (Some(_), _) => ProducerMode::None,
+                (None, true) => ProducerMode::Transactional,
+                (None, false) => ProducerMode::Plain,
+            },
         )
         .await?;
         let driver = cfg.driver.as_ref().map(|d| d.0.clone());

@@ -363,6 +363,7 @@ fn render(tag: &str) -> (scratch::Scratch, PathBuf, Verdict) {
         started_ms: 1_796_000_000_000,
         reproduce: "pulsar-chaos run scenarios/report-browser.yaml --seed 90210".into(),
         kept_cluster: false,
+        client: None,
     };
     let mut text = String::new();
     for e in &events {

@@ -132,11 +132,8 @@ impl Driver {
             let child = child.clone();
             tokio::spawn(async move {
                 let mut reader = BufReader::new(stdout).lines();
-                loop {
-                    match reader.next_line().await {
-                        Ok(Some(line)) => deliver(&pending, &line),
-                        Ok(None) | Err(_) => break,
-                    }
+                while let Ok(Some(line)) = reader.next_line().await {
+                    deliver(&pending, &line);
                 }
                 // How it ended, if it did (a closed output of a live process says so too).
                 let status = match child.lock().await.as_mut() {

@@ -284,10 +284,22 @@ pub struct Producers {
     pub producers: Vec<Arc<producer::PartitionProducer>>,
 }
 
+/// The producers `Producers::connect` makes ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProducerMode {
+    /// One per partition, for sends in transactions.
+    Transactional,
+    /// One per partition, for plain sends.
+    Plain,
+    /// None: the coordinators and reads only.
+    None,
+}
+
 impl Producers {
     /// Connect to `service_url` (through `dial` when given), discover the coordinators and
-    /// make producer `<name>-p<i>` ready on partition i of `topic`, each retried until twice
-    /// `op_timeout` (at least 30 s) has passed.
+    /// make producer `<name>-p<i>` ready on partition i of `topic` (unless `producers` is
+    /// `None`: an official client's driver sends), each retried until twice `op_timeout` (at
+    /// least 30 s) has passed.
     pub async fn connect(
         service_url: &str,
         op_timeout: Duration,
@@ -295,9 +307,10 @@ impl Producers {
         topic: &str,
         partitions: u32,
         name: &str,
-        transactional: bool,
-        with_producers: bool,
+        producers: ProducerMode,
     ) -> Result<Producers, TxnError> {
+        let transactional = producers == ProducerMode::Transactional;
+        let with_producers = producers != ProducerMode::None;
         let client = Client::with_dial(service_url, op_timeout, dial);
         let deadline = tokio::time::Instant::now() + op_timeout.max(Duration::from_secs(30)) * 2;
         let tcs = with_retry(deadline, || {
