@@ -267,28 +267,24 @@ impl Producer {
                         }
                     }
                     let r = match (&driver, producer) {
-                        (Some(d), _) => {
-                            d.send(in_txn, *p as u32, group, timeout + Duration::from_secs(10))
-                                .await
-                                .map_err(|a| {
-                                    let (class, message) = super::commit::answer_class(&a);
-                                    let error = match a {
-                                        Answer::Gone(why) => TxnError::Fatal(format!(
-                                            "the {} driver ended: {why}",
-                                            d.kind
-                                        )),
-                                        a => TxnError::Client(format!(
-                                            "{} client: send: {a}",
-                                            d.kind
-                                        )),
-                                    };
-                                    SendFailure {
-                                        error,
-                                        class,
-                                        message,
-                                    }
-                                })
-                        }
+                        (Some(d), _) => d
+                            .send(in_txn, *p as u32, group, timeout + Duration::from_secs(10))
+                            .await
+                            .map_err(|a| {
+                                let (class, message) = super::commit::answer_class(&a);
+                                let error = match a {
+                                    Answer::Gone(why) => TxnError::Fatal(format!(
+                                        "the {} driver ended: {why}",
+                                        d.kind
+                                    )),
+                                    a => TxnError::Client(format!("{} client: send: {a}", d.kind)),
+                                };
+                                SendFailure {
+                                    error,
+                                    class,
+                                    message,
+                                }
+                            }),
                         (None, Some(producer)) => producer
                             .send_batch(in_txn, data, timeout)
                             .await

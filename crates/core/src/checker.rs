@@ -14,8 +14,8 @@
 //! and `model` (the verdict's types).
 
 mod attribution;
-mod client_answers;
 mod bitmap;
+mod client_answers;
 mod consumer;
 mod extra;
 mod faults_fired;

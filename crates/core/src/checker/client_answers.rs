@@ -106,9 +106,7 @@ impl Collector {
                     Some(p) => self.attempts.get(p).map_or(*p, |k| k.root),
                     None => *attempt,
                 };
-                if !self.numbers.contains_key(&root) {
-                    self.numbers.insert(root, numbers.clone());
-                }
+                self.numbers.entry(root).or_insert_with(|| numbers.clone());
                 self.attempts.insert(
                     *attempt,
                     Known {

@@ -35,7 +35,13 @@ fn naive_after_timeout() -> Vec<Event> {
     vec![
         opened(0, 1, T1, vec![(0, 10)], None),
         answer(5, 1, T1, "commit", "TimeoutException"),
-        outcome(5, 1, T1, Outcome::Ambiguous, "java client: TimeoutException"),
+        outcome(
+            5,
+            1,
+            T1,
+            Outcome::Ambiguous,
+            "java client: TimeoutException",
+        ),
         resend(5, 1),
         opened(6, 2, T2, vec![(0, 10)], Some(1)),
         outcome(9, 2, T2, Outcome::Committed, ""),
