@@ -29,6 +29,7 @@ macro_rules! w {
 }
 
 mod anomalies;
+mod answers;
 mod buckets;
 mod consumer;
 mod exits;

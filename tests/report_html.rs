@@ -170,6 +170,23 @@ impl Gen {
             Outcome::Aborted => "TransactionCoordinatorNotFound".to_string(),
             Outcome::Ambiguous => "connection closed with END_TXN in flight".to_string(),
         };
+        if outcome != Outcome::Committed {
+            let class = match outcome {
+                Outcome::Aborted => "TransactionCoordinatorNotFound",
+                _ => "ConnectionLost<&>",
+            };
+            self.push(
+                t + 40 + latency,
+                EventBody::ClientAnswer {
+                    attempt: a,
+                    txn,
+                    op: "commit".into(),
+                    client: "own".into(),
+                    class: class.into(),
+                    message: detail.clone(),
+                },
+            );
+        }
         self.push(
             t + 40 + latency,
             EventBody::TxnOutcome {
@@ -559,6 +576,12 @@ fn the_svg_and_fault_bands_survive_parsing() {
     // The parser kept the script-free page: no element was moved out of the tables.
     assert!(!dom.contains("<script"));
     assert!(dom.contains("<td>bookie#1</td>"));
+    // What each error meant: the four refused commits aborted, the ambiguous one found
+    // committed (its numbers were read twice after the naive resend); the class escaped.
+    assert!(
+        dom.contains("<tr><td>commit</td><td><code>TransactionCoordinatorNotFound</code></td><td class=\"num\">4</td><td class=\"num\">0</td><td class=\"num\">4</td><td class=\"num\">0</td></tr><tr><td>commit</td><td><code>ConnectionLost&lt;&amp;&gt;</code></td><td class=\"num\">1</td><td class=\"num\">1</td><td class=\"num\">0</td><td class=\"num\">0</td></tr>"),
+        "{dom}"
+    );
     assert!(dom.contains("pulsar-chaos run scenarios/report-browser.yaml --seed 90210"));
     if !keep() {
         let _ = std::fs::remove_dir_all(&work);

@@ -59,6 +59,36 @@ pub fn broker_log_text(logs: &[TxnLog], shown: &mut BTreeSet<TxnId>) -> Vec<Stri
     out
 }
 
+/// The table of what each error the client answered meant (README, "What each error meant"):
+/// per operation and class, the transactions that got it and how many the evidence found
+/// committed, aborted, or could not tell. Empty when no row.
+pub fn client_answers_text(t: &checker::ClientAnswers) -> Vec<String> {
+    if t.rows.is_empty() {
+        return Vec::new();
+    }
+    let w = t
+        .rows
+        .iter()
+        .map(|r| r.class.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("class".len());
+    let mut out = vec![
+        format!("what each error meant ({} client):", t.client),
+        format!(
+            "  {:<6}  {:<w$}  {:>5}  {:>9}  {:>7}  {:>7}",
+            "op", "class", "txns", "committed", "aborted", "unknown"
+        ),
+    ];
+    for r in &t.rows {
+        out.push(format!(
+            "  {:<6}  {:<w$}  {:>5}  {:>9}  {:>7}  {:>7}",
+            r.op, r.class, r.transactions, r.committed, r.aborted, r.unknown
+        ));
+    }
+    out
+}
+
 /// A stuck read for people: each partition with Pulsar's numbers, the coordinators'
 /// transactions and the brokers' lines, then each remedy and its answers.
 pub fn stuck_text(s: &crate::stuck::StuckReads) -> Vec<String> {
@@ -195,6 +225,11 @@ pub fn print_verdict(v: &Verdict, reproduce: Option<&str>) {
     }
     if let Some(s) = &v.stuck_reads {
         for line in stuck_text(s) {
+            println!("  {line}");
+        }
+    }
+    if let Some(t) = &v.client_answers {
+        for line in client_answers_text(t) {
             println!("  {line}");
         }
     }

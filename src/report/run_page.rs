@@ -1,8 +1,8 @@
 //! `report.html`, the page of one run, and the sections that are not a concern of their own:
 //! the verdict with the run's facts and the command that reproduces it, the timeline with its
 //! legend, the counts, and the attempts that carried anomalous numbers. The anomalies, the
-//! faults and the stuck reads sections are in `anomalies`, `faults` and `stuck`, the SVG in
-//! `timeline`.
+//! client's answers, the faults and the stuck reads sections are in `anomalies`, `answers`,
+//! `faults` and `stuck`, the SVG in `timeline`.
 
 use std::fmt::Write as _;
 
@@ -301,6 +301,7 @@ fn render_html(info: &RunInfo, plan: &Plan, v: &Verdict, scan: &Scan) -> String 
     counts_section(&mut h, scan, v);
     super::consumer::consumer_section(&mut h, v);
     anomalies_section(&mut h, v);
+    super::answers::answers_section(&mut h, v);
     faults_section(&mut h, scan, plan, v);
     super::exits::exits_section(&mut h, scan);
     attempts_section(&mut h, v);

@@ -64,6 +64,35 @@ impl TxnError {
         }
     }
 
+    /// The error's class as the verdict's table of client answers names it: the variant, or
+    /// for a broker error its `ServerError` code (`TransactionNotFound`).
+    pub fn class(&self) -> String {
+        match self {
+            TxnError::NotSent(_) => "NotSent".into(),
+            TxnError::Timeout(_) => "Timeout".into(),
+            TxnError::ConnectionLost(_) => "ConnectionLost".into(),
+            TxnError::Server { code, .. } => format!("{code:?}"),
+            TxnError::Protocol(_) => "Protocol".into(),
+            TxnError::Fatal(_) => "Fatal".into(),
+            TxnError::DuplicateDropped(_) => "DuplicateDropped".into(),
+            TxnError::Client(_) => "Client".into(),
+        }
+    }
+
+    /// The error's text without its class.
+    pub fn message(&self) -> &str {
+        match self {
+            TxnError::NotSent(m)
+            | TxnError::Timeout(m)
+            | TxnError::ConnectionLost(m)
+            | TxnError::Protocol(m)
+            | TxnError::Fatal(m)
+            | TxnError::DuplicateDropped(m)
+            | TxnError::Client(m) => m,
+            TxnError::Server { message, .. } => message,
+        }
+    }
+
     /// The broker may be on its way back: worth another try after a re-lookup.
     pub fn is_retryable(&self) -> bool {
         match self {

@@ -73,7 +73,7 @@ impl Producer {
             });
             self.stats.commits_in_flight.fetch_add(1, Ordering::SeqCst);
             let t = Instant::now();
-            let (answer, for_good) = self.commit_once(txn).await;
+            let (answer, for_good) = self.commit_once(attempt, txn).await;
             self.stats.commits_in_flight.fetch_sub(1, Ordering::SeqCst);
             // A stopped producer asks no more (a stall must end the run promptly), nor does one
             // whose client will refuse every later commit of this transaction.
@@ -147,14 +147,22 @@ impl Producer {
     /// (`clients::classify_commit`). The driver's end stops the producer (the answer stays
     /// ambiguous: the request may have left).
     /// Also whether the client will refuse every later commit of it (`refuses_for_good`).
-    async fn commit_once(&self, txn: TxnId) -> (CommitAnswer, bool) {
+    async fn commit_once(&self, attempt: u64, txn: TxnId) -> (CommitAnswer, bool) {
         let Some(d) = &self.driver else {
             let r = self.tcs.end_txn(txn, TxnAction::Commit).await;
+            if let Err(e) = &r {
+                self.record_answer(attempt, txn, "commit", e.class(), e.message());
+            }
             return (classify_commit(&r), false);
         };
         // The client's own operation timeout should answer first.
         let patience = self.cfg.op_timeout + Duration::from_secs(10);
-        match d.end(txn, true, patience).await {
+        let r = d.end(txn, true, patience).await;
+        if let Err(a) = &r {
+            let (class, message) = answer_class(a);
+            self.record_answer(attempt, txn, "commit", class, &message);
+        }
+        match r {
             Ok(()) => (clients::classify_commit(d.kind, &Ok(())), false),
             Err(Answer::Client(e)) => {
                 let for_good = clients::refuses_for_good(d.kind, &e);
@@ -173,6 +181,25 @@ impl Producer {
                 (a, true)
             }
         }
+    }
+
+    /// Record a failed answer of the client (`EventBody::ClientAnswer`).
+    pub(super) fn record_answer(
+        &self,
+        attempt: u64,
+        txn: TxnId,
+        op: &str,
+        class: String,
+        message: &str,
+    ) {
+        self.history.record(EventBody::ClientAnswer {
+            attempt,
+            txn,
+            op: op.into(),
+            client: self.driver.as_ref().map_or("own", |d| d.kind.name()).into(),
+            class,
+            message: message.into(),
+        });
     }
 
     /// The producer stopped before the commit's outcome was learned: it is neither asked
@@ -265,5 +292,16 @@ impl Producer {
             evidence.to_string(),
             after_ambiguity,
         ));
+    }
+}
+
+/// A driver's failed answer as `EventBody::ClientAnswer` names it: the client's error class
+/// (short name) and message; `NoAnswer` when the client did not answer in time, `DriverGone`
+/// when the driver process ended first.
+pub(super) fn answer_class(a: &Answer) -> (String, String) {
+    match a {
+        Answer::Client(e) => (e.short_class().to_string(), e.message.clone()),
+        Answer::Timeout(_) => ("NoAnswer".into(), a.to_string()),
+        Answer::Gone(why) => ("DriverGone".into(), why.clone()),
     }
 }

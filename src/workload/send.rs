@@ -39,6 +39,24 @@ impl RateLimit {
     }
 }
 
+/// A failed send: the error, and its class and message as the client gave them (recorded as
+/// `EventBody::ClientAnswer`).
+pub(super) struct SendFailure {
+    error: TxnError,
+    class: String,
+    message: String,
+}
+
+impl SendFailure {
+    fn own(e: TxnError) -> SendFailure {
+        SendFailure {
+            class: e.class(),
+            message: e.message().to_string(),
+            error: e,
+        }
+    }
+}
+
 /// The payload of number `n`.
 pub fn payload(n: u64, size: usize) -> Vec<u8> {
     let mut p = n.to_string().into_bytes();
@@ -148,7 +166,7 @@ impl Producer {
         txn: TxnId,
         chunk: &Chunk,
         receipts: Vec<(usize, MessageIdData)>,
-        failure: Option<TxnError>,
+        failure: Option<SendFailure>,
         deadline: Instant,
     ) -> Result<End, WorkloadError> {
         let again = self.again(attempt, chunk);
@@ -222,7 +240,7 @@ impl Producer {
         &self,
         chunk: &Chunk,
         in_txn: Option<TxnId>,
-    ) -> (Vec<(usize, MessageIdData)>, Option<TxnError>) {
+    ) -> (Vec<(usize, MessageIdData)>, Option<SendFailure>) {
         // Per partition, in batches of `batch_size` (one entry each).
         let mut per_partition: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
         for n in chunk.numbers.iter().flat_map(|(a, b)| *a..*b) {
@@ -252,16 +270,28 @@ impl Producer {
                         (Some(d), _) => d
                             .send(in_txn, *p as u32, group, timeout + Duration::from_secs(10))
                             .await
-                            .map_err(|a| match a {
-                                Answer::Gone(why) => {
-                                    TxnError::Fatal(format!("the {} driver ended: {why}", d.kind))
+                            .map_err(|a| {
+                                let (class, message) = super::commit::answer_class(&a);
+                                let error = match a {
+                                    Answer::Gone(why) => TxnError::Fatal(format!(
+                                        "the {} driver ended: {why}",
+                                        d.kind
+                                    )),
+                                    a => TxnError::Client(format!("{} client: send: {a}", d.kind)),
+                                };
+                                SendFailure {
+                                    error,
+                                    class,
+                                    message,
                                 }
-                                a => TxnError::Client(format!("{} client: send: {a}", d.kind)),
                             }),
-                        (None, Some(producer)) => producer.send_batch(in_txn, data, timeout).await,
-                        (None, None) => {
-                            Err(TxnError::Fatal(format!("no producer for partition {p}")))
-                        }
+                        (None, Some(producer)) => producer
+                            .send_batch(in_txn, data, timeout)
+                            .await
+                            .map_err(SendFailure::own),
+                        (None, None) => Err(SendFailure::own(TxnError::Fatal(format!(
+                            "no producer for partition {p}"
+                        )))),
                     };
                     (*p, count, r)
                 }
@@ -293,8 +323,10 @@ impl Producer {
         txn: TxnId,
         chunk: &Chunk,
         receipts: usize,
-        e: TxnError,
+        f: SendFailure,
     ) -> Result<String, WorkloadError> {
+        self.record_answer(attempt, txn, "send", f.class, &f.message);
+        let e = f.error;
         if let TxnError::Fatal(m) = e {
             return Err(TxnError::Fatal(m).into());
         }

@@ -10,11 +10,12 @@
 //! One concern per file, in the order the data flows: `message` (a message's id and number),
 //! `tally` (the range check, with `bitmap` and `extra`), `findings` (what the read-back
 //! showed), `history_view` (the history in one pass), `attribution` (whose doing each anomaly
-//! is), `faults_fired` (whether the planned faults fired), `verdict` (grading and summary),
+//! is), `client_answers` (what each error class the client answered meant), `faults_fired` (whether the planned faults fired), `verdict` (grading and summary),
 //! and `model` (the verdict's types).
 
 mod attribution;
 mod bitmap;
+mod client_answers;
 mod consumer;
 mod extra;
 mod faults_fired;
@@ -27,6 +28,7 @@ mod tally;
 mod test_support;
 mod verdict;
 
+pub use client_answers::{AnswerRow, ClientAnswers};
 pub use consumer::{AckLatency, ConsumerEvidence, ConsumerSummary, PartitionBacklog, ProbeRecord};
 pub use faults_fired::{FaultsSummary, NotFired};
 pub use findings::{CheckerError, DupSpan, Findings, Span, Unexpected, LIST_CAP};

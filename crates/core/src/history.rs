@@ -261,6 +261,20 @@ pub enum EventBody {
         inputs: Ranges,
         answer: String,
     },
+    /// A failed answer of the client to a commit (each failed try) or to a send (the
+    /// attempt's first failed send), as the client gave it, so the verdict can tell what each
+    /// error class meant (`checker::client_answers`) without reading free text back.
+    /// `op`: "commit" or "send"; `client`: "own", "java" or "go"; `class`: the official
+    /// client's error class (its short name) or, for the own client, the `TxnError` variant
+    /// (for a broker error its `ServerError` code, e.g. `TransactionNotFound`).
+    ClientAnswer {
+        attempt: u64,
+        txn: TxnId,
+        op: String,
+        client: String,
+        class: String,
+        message: String,
+    },
 }
 
 /// What became of a conflict probe (see `EventBody::ConflictProbe`).
@@ -328,6 +342,7 @@ impl EventBody {
                 | EventBody::InputsTaken { .. }
                 | EventBody::InputsAcked { .. }
                 | EventBody::InputsRedelivered { .. }
+                | EventBody::ClientAnswer { .. }
         )
     }
 }

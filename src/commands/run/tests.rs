@@ -37,3 +37,43 @@ fn broker_lines_are_printed_once_per_transaction() {
     );
     assert!(broker_log_text(&[], &mut shown).is_empty());
 }
+
+/// The table of what each error meant, aligned, one line per class.
+#[test]
+fn client_answers_are_printed_as_a_table() {
+    let t = checker::ClientAnswers {
+        client: "java".into(),
+        rows: vec![
+            checker::AnswerRow {
+                op: "commit".into(),
+                class: "TimeoutException".into(),
+                transactions: 3,
+                committed: 1,
+                aborted: 2,
+                unknown: 0,
+            },
+            checker::AnswerRow {
+                op: "send".into(),
+                class: "NoAnswer".into(),
+                transactions: 1,
+                committed: 0,
+                aborted: 1,
+                unknown: 0,
+            },
+        ],
+    };
+    assert_eq!(
+        client_answers_text(&t),
+        vec![
+            "what each error meant (java client):",
+            "  op      class              txns  committed  aborted  unknown",
+            "  commit  TimeoutException      3          1        2        0",
+            "  send    NoAnswer              1          0        1        0",
+        ]
+    );
+    assert!(client_answers_text(&checker::ClientAnswers {
+        client: "own".into(),
+        rows: Vec::new()
+    })
+    .is_empty());
+}

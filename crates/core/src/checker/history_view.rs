@@ -35,6 +35,8 @@ pub(super) struct HistoryView {
     pub(super) consumer: super::consumer::ConsumerSummary,
     /// What became of each fault firing the history names, by name (the last word wins).
     pub(super) fates: BTreeMap<String, Fate>,
+    /// The client's failed answers and what the history says of every attempt.
+    pub(super) answers: super::client_answers::Collector,
 }
 
 impl HistoryView {
@@ -138,6 +140,7 @@ impl Scan<'_> {
     fn event(&mut self, t: u64, body: EventBody) {
         let v = &mut self.v;
         v.consumer.event(t, &body);
+        v.answers.event(&body);
         match body {
             EventBody::TxnOpened {
                 attempt,

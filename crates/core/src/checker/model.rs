@@ -235,6 +235,11 @@ pub struct Verdict {
     /// as for `verify` or a read-back stored before this field existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub faults_summary: Option<super::faults_fired::FaultsSummary>,
+    /// What each error class the client answered on a commit or a send meant: how many of
+    /// those transactions the evidence found committed, aborted or could not tell (see
+    /// `checker::client_answers`). None: no failed answer in the history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_answers: Option<super::client_answers::ClientAnswers>,
 }
 
 /// How many missing and duplicated ranges were graded, by cause: every one the read-back

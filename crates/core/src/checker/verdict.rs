@@ -31,6 +31,7 @@ where
         )
     };
 
+    let client_answers = view.as_ref().and_then(|v| v.answers.table(&findings, ctx));
     let mut reasons = Vec::new();
     let mut notes = Vec::new();
     notes.extend(unreadable_note(view.as_ref()));
@@ -108,6 +109,7 @@ where
         stuck_reads,
         consumer,
         faults_summary,
+        client_answers,
     }
 }
 
