@@ -337,6 +337,42 @@ fn producer_config(
     }
 }
 
+/// For a run through an official client: whether the broker's deduplication was on for the
+/// topic, from each partition's own `deduplicationStatus` (the checker tells a client
+/// library's resend from Pulsar's duplicate by it). `None` for the own client.
+async fn client_context(w: &Workload, topic: &str, admin: &Admin) -> Option<checker::ClientContext> {
+    if !w.client.is_foreign() {
+        return None;
+    }
+    let mut said = Vec::new();
+    for (i, p) in crate::txn::partition_names(topic, w.partitions).iter().enumerate() {
+        let status = match admin.deduplication_status(p).await {
+            Ok(Some(s)) => s,
+            Ok(None) => "absent".to_string(),
+            Err(e) => format!("unanswered ({e})"),
+        };
+        said.push((i, status));
+    }
+    let all = |s: &str| said.iter().all(|(_, x)| x == s);
+    let deduplication = if all("Enabled") {
+        Some(true)
+    } else if all("Disabled") {
+        Some(false)
+    } else {
+        None
+    };
+    let evidence = said
+        .iter()
+        .map(|(i, s)| format!("partition {i}: {s}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(checker::ClientContext {
+        client: w.client.to_string(),
+        deduplication,
+        evidence: format!("the partitions' stats say deduplicationStatus {evidence}"),
+    })
+}
+
 /// Start the official client's driver, its log in the run directory (`driver.log`, appended
 /// to by a resumed run's new driver), and record which client and library it is.
 async fn start_driver(
@@ -668,6 +704,7 @@ async fn judge(
         // The whole plan, also for a resumed run: its history holds the faults fired before
         // the interruption.
         planned_faults: Some(plan.faults.iter().map(|f| f.name.clone()).collect()),
+        client: client_context(w, &info.topic, &Admin::new(&env.admin_url)).await,
     };
     // What the checker sees is stored before it judges (`recheck` judges it again offline).
     // It grades every range (uncapped findings) and lists the first `LIST_CAP` of each kind.

@@ -34,7 +34,8 @@ pub use faults_fired::{FaultsSummary, NotFired};
 pub use findings::{CheckerError, DupSpan, Findings, Span, Unexpected, LIST_CAP};
 pub use message::{parse_number, MsgId};
 pub use model::{
-    AttemptRecord, Attributed, Cause, CauseCount, Context, DuplicateEntry, FaultRecord, Graded,
+    AttemptRecord, Attributed, Cause, CauseCount, ClientContext, Context, DuplicateEntry,
+    FaultRecord, Graded,
     ProducerSummary, StallFinding, Status, Verdict, NO_TXN,
 };
 pub use tally::Tally;

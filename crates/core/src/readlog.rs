@@ -391,6 +391,11 @@ mod tests {
             }),
             consumer: None,
             planned_faults: Some(vec!["pause#1".into(), "loss#2".into()]),
+            client: Some(crate::checker::ClientContext {
+                client: "java".into(),
+                deduplication: Some(false),
+                evidence: "deduplicationStatus Disabled".into(),
+            }),
         };
         StoredReadback::new(n, log, findings, dup_ids, context)
     }

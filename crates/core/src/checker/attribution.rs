@@ -416,6 +416,41 @@ fn redelivery_lost(records: &[&AttemptRecord], ctx: &Context) -> Option<String> 
     ))
 }
 
+/// One transaction of an official client's run carried numbers that arrived twice: the
+/// client library's own resend of a pending batch after a reconnect, kept twice by a broker
+/// whose deduplication was off, or Pulsar's when it was on. Without the broker's word on
+/// deduplication nothing is claimed (the harness's gap).
+fn client_resend(c: &super::model::ClientContext, records: &[&AttemptRecord]) -> (Cause, String) {
+    match c.deduplication {
+        Some(false) => (
+            Cause::ClientResend,
+            format!(
+                "one transaction ({}) carried these numbers and the harness sent them once, yet they arrived twice: the {} client's producer sends its pending messages again after a reconnect, and with deduplication off on the topic ({}) the broker keeps both copies; that is this configuration's documented behaviour, not a Pulsar bug (turn on `deduplication: true`)",
+                ids(records),
+                c.client,
+                c.evidence
+            ),
+        ),
+        Some(true) => (
+            Cause::Pulsar,
+            format!(
+                "one transaction ({}) carried these numbers, yet they arrived more than once although deduplication was on for the topic ({}): Pulsar delivered a message twice",
+                ids(records),
+                c.evidence
+            ),
+        ),
+        None => (
+            Cause::Harness,
+            format!(
+                "one transaction ({}) carried these numbers, yet they arrived twice through the {} client, which may send pending messages again after a reconnect; the broker did not say whether deduplication was on ({}), so nothing is claimed about Pulsar",
+                ids(records),
+                c.client,
+                c.evidence
+            ),
+        ),
+    }
+}
+
 /// Cause and explanation of numbers that arrived more than once. Pure.
 fn attribute_duplicate(records: &[&AttemptRecord], span: Span, ctx: &Context) -> (Cause, String) {
     if (span.start..span.end).all(|n| ctx.sabotage_duplicate.contains(&n)) {
@@ -483,6 +518,9 @@ fn attribute_duplicate(records: &[&AttemptRecord], span: Span, ctx: &Context) ->
         );
     }
     if records.len() <= 1 {
+        if let Some(c) = &ctx.client {
+            return client_resend(c, records);
+        }
         return (
             Cause::Pulsar,
             format!(

@@ -103,6 +103,12 @@ pub enum Cause {
     /// a transaction the coordinator still held, an attempt with no outcome, numbers never
     /// sent. Never a violation: the verdict is inconclusive.
     Harness,
+    /// One transaction carried the numbers and the harness sent them once, yet they arrived
+    /// twice through an official client whose producer sends a pending batch again after a
+    /// reconnect, on a topic whose deduplication was off (the broker said so): that
+    /// configuration's documented behaviour, not a Pulsar bug. Still not exactly-once, so a
+    /// violation; the remedy is deduplication.
+    ClientResend,
     /// The scenario's `sabotage` asked for it (the checker's own self-test).
     Sabotage,
     /// No producer history was given (`verify` without `--history`): the range check alone,
@@ -124,6 +130,7 @@ impl fmt::Display for Cause {
             Cause::Pulsar => "pulsar",
             Cause::Ambiguity => "ambiguity",
             Cause::Harness => "harness",
+            Cause::ClientResend => "client_resend",
             Cause::Sabotage => "sabotage",
             Cause::Unknown => "unknown",
         })
@@ -381,6 +388,23 @@ pub struct Context {
     /// `fault_started`/`fault_skipped`/`fault_failed` they give the verdict's `faults_summary`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub planned_faults: Option<Vec<String>>,
+    /// A run through an official client (gathered by the runner): which client, and whether
+    /// the broker's deduplication was on for the topic, in the broker's own words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientContext>,
+}
+
+/// What the checker needs to know of an official client's run: a duplicate inside one
+/// transaction may be the client library's own resend of a pending batch after a reconnect,
+/// which the broker keeps twice unless deduplication is on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientContext {
+    /// `java` or `go`.
+    pub client: String,
+    /// Whether deduplication was on for the topic (None: the broker did not say).
+    pub deduplication: Option<bool>,
+    /// The broker's answer it rests on (`deduplicationStatus` of the partitions' stats).
+    pub evidence: String,
 }
 
 fn sorted_by_value<S: serde::Serializer>(

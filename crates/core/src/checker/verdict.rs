@@ -319,6 +319,17 @@ fn status(
             "{harness_missing} number(s) are missing for reasons of the harness's own, not Pulsar's (see each range's explanation)"
         ));
     }
+    // A duplicate no evidence assigns (another writer on the topic; an official client's copy
+    // while the broker did not say whether deduplication was on) is not a pass either.
+    let harness_duplicated: u64 = graded
+        .by_cause
+        .get(&Cause::Harness)
+        .map_or(0, |c| c.numbers - c.missing_numbers);
+    if harness_duplicated > 0 {
+        reasons.push(format!(
+            "{harness_duplicated} number(s) arrived more than once with no evidence of whose doing it is (see each range's explanation)"
+        ));
+    }
     // Every range the findings hold is graded; findings whose lists were capped before they
     // came here (an old caller) fall back to the range check for what was not listed.
     let violation = findings.unexpected_total > 0

@@ -268,3 +268,37 @@ fn duplicates_quote_the_lines_of_their_transactions() {
     // A duplicate's explanation names no known cause (the pattern is about lost commits).
     assert!(!v.duplicates[0].explanation.contains("low-water-mark"));
 }
+
+/// A duplicate inside one committed transaction of an official client's run: the client
+/// library's resend with deduplication off (its own cause, still a violation), Pulsar's with
+/// it on, nobody's when the broker did not say.
+#[test]
+fn a_duplicate_within_one_transaction_of_an_official_client_is_graded_by_the_deduplication_policy(
+) {
+    let h = vec![
+        opened(0, 1, T1, vec![(0, 10)], None),
+        outcome(1, 1, T1, Outcome::Committed, "java client: commit() completed normally"),
+        finished(2, true),
+    ];
+    let ctx = |dedup: Option<bool>| Context {
+        client: Some(crate::checker::ClientContext {
+            client: "java".into(),
+            deduplication: dedup,
+            evidence: "deduplicationStatus Disabled on 4 partition(s)".into(),
+        }),
+        ..Context::default()
+    };
+    let off = grade(&twice(), h.clone(), &ctx(Some(false)));
+    assert_eq!(off.duplicates[0].cause, Cause::ClientResend);
+    assert_eq!(off.status, Status::Violation);
+    assert!(off.duplicates[0].explanation.contains("documented behaviour"), "{off:?}");
+    assert!(off.duplicates[0].explanation.contains("deduplicationStatus Disabled"));
+    let on = grade(&twice(), h.clone(), &ctx(Some(true)));
+    assert_eq!(on.duplicates[0].cause, Cause::Pulsar);
+    let unknown = grade(&twice(), h.clone(), &ctx(None));
+    assert_eq!(unknown.duplicates[0].cause, Cause::Harness);
+    assert_eq!(unknown.status, Status::Inconclusive);
+    // The own client never resends inside a transaction: Pulsar's, as before.
+    let own = grade(&twice(), h, &Context::default());
+    assert_eq!(own.duplicates[0].cause, Cause::Pulsar);
+}
