@@ -64,6 +64,7 @@ mod tests {
             started_ms: 0,
             reproduce: "pulsar-chaos run cmd.yaml --seed 7".into(),
             kept_cluster: false,
+            client: None,
         };
         let history = vec![Event {
             t_ms: 5,

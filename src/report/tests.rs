@@ -205,6 +205,7 @@ fn fixture(tag: &str) -> Fixture {
         started_ms: 1_796_000_000_000,
         reproduce: REPRODUCE.into(),
         kept_cluster: false,
+        client: None,
     };
     let mut text = String::new();
     for e in history() {
