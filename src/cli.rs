@@ -284,7 +284,12 @@ pub struct MatrixArgs {
     /// `image build --pulsar-version V`).
     #[arg(long, default_value = "4.0.7,4.2.4")]
     pub versions: String,
-    /// Runs per version.
+    /// The clients, comma-separated (own, java, go): one line per version and client, the
+    /// same seeds on each (default: the scenario's own client only). Checked as `run
+    /// --client` is, before anything starts.
+    #[arg(long)]
+    pub clients: Option<String>,
+    /// Runs per version (and client).
     #[arg(long, default_value_t = 5)]
     pub times: u32,
     /// One seed for every run (default: the scenario's). Without either, each run index gets

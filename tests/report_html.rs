@@ -656,3 +656,62 @@ fn the_soak_index_renders_in_chromium() {
         let _ = std::fs::remove_dir_all(&work);
     }
 }
+
+/// `matrix --clients`: matrix.html with a client column parses cleanly, one row per version
+/// and client, and a client's text stays text.
+#[test]
+fn the_matrix_page_with_clients_renders_in_chromium() {
+    use pulsar_chaos::matrix::{Matrix, RunAt, RunRecord};
+    let (_root, run, verdict) = render("matrix");
+    let work = run.parent().unwrap().to_path_buf();
+    let clients = ["own", "java", "<go>"];
+    let mut m = Matrix {
+        scenario: "report-browser".into(),
+        scenario_file: "scenarios/report-browser.yaml".into(),
+        versions: vec!["4.0.7".into(), "4.2.4".into()],
+        clients: clients.iter().map(|c| c.to_string()).collect(),
+        times: 1,
+        seeds: vec![90210],
+        started_ms: 0,
+        elapsed_s: 600.0,
+        interrupted: false,
+        rows: vec![],
+        runs: vec![],
+    };
+    for v in ["4.0.7", "4.2.4"] {
+        for c in clients {
+            let at = RunAt {
+                version: v.into(),
+                client: Some(c.into()),
+                index: 1,
+                seed: 90210,
+                seconds: 90.0,
+                run_dir: Some("run".into()),
+                reproduce: format!(
+                    "pulsar-chaos run scenarios/report-browser.yaml --seed 90210 --pulsar-version {v} --client {c}"
+                ),
+            };
+            m.runs
+                .push(RunRecord::from_verdict(at, &verdict, Some(1000.0), None));
+        }
+    }
+    m.summarize(&Default::default());
+    let page = work.join("matrix.html");
+    std::fs::write(&page, pulsar_chaos::report::matrix::page(&m)).unwrap();
+    let ran = chromium(&work, &page, &["--dump-dom".to_string()]);
+    let errors = page_errors(&ran.stderr);
+    assert!(errors.is_empty(), "the page logged errors: {errors:#?}");
+    let dom = ran.stdout;
+    assert_eq!(dom.matches("<th>client</th>").count(), 2, "{dom}");
+    assert!(
+        dom.contains("<tr><td><b>4.2.4</b></td><td>java</td><td class=\"num\">1</td>"),
+        "{dom}"
+    );
+    assert!(dom.contains("<td>&lt;go&gt;</td>"), "{dom}");
+    assert!(!dom.contains("<go>"), "a client was not escaped");
+    assert_eq!(dom.matches("<tr id=\"4.").count(), 6, "{dom}");
+    assert_eq!(dom.matches("href=\"run/report.html\"").count(), 6, "{dom}");
+    if !keep() {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+}

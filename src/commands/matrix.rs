@@ -1,7 +1,8 @@
 //! `matrix`: one scenario, the same seeds, on several Pulsar versions, K runs each, one
 //! cluster at a time (a fresh one per run, so a version's broken state never leaks into the
-//! next run). The runs alternate between versions (run 1 on every version, then run 2, ...)
-//! so that a noisy stretch of the machine falls on all of them alike. Writes matrix.json,
+//! next run). With `--clients`, each version runs through each client too. The runs alternate
+//! between versions and clients (run 1 on every version and client, then run 2, ...) so that a
+//! noisy stretch of the machine falls on all of them alike. Writes matrix.json,
 //! matrix.txt and matrix.html (linking every run's report) after each run.
 
 use std::path::{Path, PathBuf};
@@ -28,12 +29,42 @@ pub fn parse_versions(list: &str) -> std::result::Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// The clients of `--clients`: a comma-separated list, none twice, each one that fits the
+/// scenario (checked by `Scenario::set_client` on a copy, as `run --client` checks it).
+pub fn parse_clients(
+    list: &str,
+    s: &scenario::Scenario,
+) -> std::result::Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in list.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+        s.clone()
+            .set_client(Some(c), None)
+            .map_err(|e| format!("--clients {list}: {e}"))?;
+        if !out.iter().any(|o| o == c) {
+            out.push(c.to_string());
+        }
+    }
+    if out.is_empty() {
+        return Err("--clients names no client (e.g. --clients own,java,go)".into());
+    }
+    Ok(out)
+}
+
 /// The command that reproduces one run of the matrix.
-pub fn reproduce_command(scenario_file: &Path, seed: u64, version: &str) -> String {
-    format!(
+pub fn reproduce_command(
+    scenario_file: &Path,
+    seed: u64,
+    version: &str,
+    client: Option<&str>,
+) -> String {
+    let mut c = format!(
         "{} --pulsar-version {version}",
         runner::reproduce_command(scenario_file, seed)
-    )
+    );
+    if let Some(client) = client {
+        c.push_str(&format!(" --client {client}"));
+    }
+    c
 }
 
 fn write_outputs(dir: &Path, m: &Matrix) -> Result<()> {
@@ -46,11 +77,18 @@ fn write_outputs(dir: &Path, m: &Matrix) -> Result<()> {
 }
 
 /// The matrix before any run.
-fn empty_matrix(name: &str, args: &MatrixArgs, versions: &[String], seeds: &[u64]) -> Matrix {
+fn empty_matrix(
+    name: &str,
+    args: &MatrixArgs,
+    versions: &[String],
+    clients: &[String],
+    seeds: &[u64],
+) -> Matrix {
     Matrix {
         scenario: name.to_string(),
         scenario_file: args.scenario.display().to_string(),
         versions: versions.to_vec(),
+        clients: clients.to_vec(),
         times: args.times,
         seeds: seeds.to_vec(),
         started_ms: crate::rundir::now_ms(),
@@ -80,38 +118,25 @@ fn request(args: &MatrixArgs, sv: scenario::Scenario, seed: u64, out: PathBuf) -
 fn record_of(
     o: &runner::Outcome,
     dir: &Path,
-    version: &str,
-    index: u32,
-    seed: u64,
-    reproduce: String,
+    mut at: RunAt,
     expected: Option<&[scenario::Expected]>,
 ) -> RunRecord {
     let elapsed = o.producer.elapsed.as_secs_f64();
     let throughput = (elapsed > 0.0).then(|| o.producer.stats.messages_committed as f64 / elapsed);
-    let rel = o
+    at.seconds = o.elapsed.as_secs_f64();
+    at.run_dir = o
         .run_dir
         .strip_prefix(dir)
         .map(|p| p.display().to_string())
         .ok();
-    RunRecord::from_verdict(
-        RunAt {
-            version: version.to_string(),
-            index,
-            seed,
-            seconds: o.elapsed.as_secs_f64(),
-            run_dir: rel,
-            reproduce,
-        },
-        &o.verdict,
-        throughput,
-        expected,
-    )
+    RunRecord::from_verdict(at, &o.verdict, throughput, expected)
 }
 
 /// Announce one run's outcome on stderr.
-fn print_record(version: &str, index: u32, record: &RunRecord) {
+fn print_record(index: u32, record: &RunRecord) {
     eprintln!(
-        "matrix: {version} run {index}: {}{}: {}",
+        "matrix: {} run {index}: {}{}: {}",
+        record.label(),
         record.outcome,
         match record.as_expected {
             Some(true) => " (as expected)",
@@ -134,6 +159,10 @@ pub async fn matrix(args: MatrixArgs) -> Result<i32> {
             args.scenario.display()
         )));
     }
+    let clients = match &args.clients {
+        Some(list) => parse_clients(list, &s).map_err(Error::Usage)?,
+        None => Vec::new(),
+    };
     let fixed = args.seed.or(s.seed);
     let master = fixed.unwrap_or_else(crate::seed::fresh);
     let seeds = matrix::seeds(fixed, master, args.times);
@@ -141,9 +170,14 @@ pub async fn matrix(args: MatrixArgs) -> Result<i32> {
     let dir = args.out.join(format!("matrix-{}-{id}", s.name));
     std::fs::create_dir_all(&dir).map_err(Error::io(format!("create {}", dir.display())))?;
     eprintln!(
-        "matrix of {} on {}: {} run(s) each, seeds {}; directory {}",
+        "matrix of {} on {}{}: {} run(s) each, seeds {}; directory {}",
         s.name,
         versions.join(", "),
+        if clients.is_empty() {
+            String::new()
+        } else {
+            format!(" through {}", clients.join(", "))
+        },
         args.times,
         if fixed.is_some() {
             format!("{master} (every run)")
@@ -153,42 +187,58 @@ pub async fn matrix(args: MatrixArgs) -> Result<i32> {
         dir.display()
     );
     let started = Instant::now();
-    let mut m = empty_matrix(&s.name, &args, &versions, &seeds);
+    let mut m = empty_matrix(&s.name, &args, &versions, &clients, &seeds);
+    let axis = m.client_axis();
     'runs: for (i, &seed) in seeds.iter().enumerate() {
         let index = i as u32 + 1;
-        for version in &versions {
+        for (version, client) in versions
+            .iter()
+            .flat_map(|v| axis.iter().map(move |c| (v, c.as_deref())))
+        {
             if crate::lifecycle::is_stopping() {
                 m.interrupted = true;
                 break 'runs;
             }
             let mut sv = s.clone();
             sv.set_pulsar_version(version).map_err(Error::Usage)?;
+            if client.is_some() {
+                sv.set_client(client, None).map_err(Error::Usage)?;
+            }
             let expected = s.expect.get(version).map(|e| e.as_slice());
-            let reproduce = reproduce_command(&args.scenario, seed, version);
-            eprintln!("matrix: {version} run {index}/{}, seed {seed}", args.times);
-            let out: PathBuf = dir.join(version);
+            let reproduce = reproduce_command(&args.scenario, seed, version, client);
+            let label = matrix::label(version, client);
+            eprintln!("matrix: {label} run {index}/{}, seed {seed}", args.times);
+            let out: PathBuf = match client {
+                Some(c) => dir.join(version).join(c),
+                None => dir.join(version),
+            };
             let req = request(&args, sv, seed, out);
             let t = Instant::now();
+            let at = RunAt {
+                version: version.clone(),
+                client: client.map(str::to_string),
+                index,
+                seed,
+                seconds: 0.0,
+                run_dir: None,
+                reproduce,
+            };
             let record = match runner::run(req).await {
-                Ok(o) => record_of(&o, &dir, version, index, seed, reproduce, expected),
+                Ok(o) => record_of(&o, &dir, at, expected),
                 Err(Error::Interrupted) => {
                     m.interrupted = true;
                     break 'runs;
                 }
                 Err(e) => RunRecord::error(
                     RunAt {
-                        version: version.clone(),
-                        index,
-                        seed,
                         seconds: t.elapsed().as_secs_f64(),
-                        run_dir: None,
-                        reproduce,
+                        ..at
                     },
                     e.to_string(),
                     expected,
                 ),
             };
-            print_record(version, index, &record);
+            print_record(index, &record);
             m.runs.push(record);
             m.elapsed_s = started.elapsed().as_secs_f64();
             m.summarize(&s.expect);

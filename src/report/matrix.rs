@@ -1,5 +1,5 @@
-//! `matrix.html`: the version matrix as one page, a row per version and a link to every run's
-//! report. Pure: the matrix in, the page out.
+//! `matrix.html`: the version matrix as one page, a row per version (and client, with
+//! `--clients`) and a link to every run's report. Pure: the matrix in, the page out.
 
 use std::fmt::Write as _;
 
@@ -20,18 +20,37 @@ fn outcome_class(o: Outcome) -> &'static str {
 /// The page.
 pub fn page(m: &Matrix) -> String {
     let mut h = String::with_capacity(8 * 1024 + m.runs.len() * 600);
-    let title = format!("matrix of {} on {}", m.scenario, m.versions.join(", "));
+    let by_client = m.compares_clients();
+    // The client's cell, when the matrix compares clients.
+    let client_td = |c: &Option<String>| {
+        if by_client {
+            format!("<td>{}</td>", esc(c.as_deref().unwrap_or("-")))
+        } else {
+            String::new()
+        }
+    };
+    let client_th = if by_client { "<th>client</th>" } else { "" };
+    let mut title = format!("matrix of {} on {}", m.scenario, m.versions.join(", "));
+    if !m.clients.is_empty() {
+        title.push_str(&format!(" through {}", m.clients.join(", ")));
+    }
     page_start(&mut h, &title);
     w!(h, "<h1 class=\"title\">{}</h1>\n", esc(&title));
     w!(
         h,
-        "<p class=\"summary\">Scenario <code>{}</code>, {} run(s) per version, {:.0}s in all{}.</p>\n",
+        "<p class=\"summary\">Scenario <code>{}</code>, {} run(s) per version{}, {:.0}s in all{}.</p>\n",
         esc(&m.scenario_file),
         m.times,
+        if m.clients.is_empty() { "" } else { " and client" },
         m.elapsed_s,
         if m.interrupted { " (interrupted)" } else { "" }
     );
-    h.push_str("<h2>Per version</h2>\n<table><thead><tr><th>version</th><th class=\"num\">runs</th><th class=\"num\">pass</th><th class=\"num\">violation</th><th class=\"num\">inconclusive</th><th class=\"num\">stalled</th><th class=\"num\">stuck</th><th class=\"num\">error</th><th class=\"num\">ambiguous commits</th><th class=\"num\">duplicate copies</th><th class=\"num\">missing</th><th class=\"num\">msg/s (median)</th><th class=\"num\">faults fired / planned</th><th>recovery after heal (median / max)</th><th>expected</th></tr></thead><tbody>\n");
+    w!(
+        h,
+        "<h2>Per version{}</h2>\n<table><thead><tr><th>version</th>{client_th}",
+        if by_client { " and client" } else { "" }
+    );
+    h.push_str("<th class=\"num\">runs</th><th class=\"num\">pass</th><th class=\"num\">violation</th><th class=\"num\">inconclusive</th><th class=\"num\">stalled</th><th class=\"num\">stuck</th><th class=\"num\">error</th><th class=\"num\">ambiguous commits</th><th class=\"num\">duplicate copies</th><th class=\"num\">missing</th><th class=\"num\">msg/s (median)</th><th class=\"num\">faults fired / planned</th><th>recovery after heal (median / max)</th><th>expected</th></tr></thead><tbody>\n");
     for r in &m.rows {
         let recovery: Vec<String> = r
             .recovery
@@ -45,8 +64,9 @@ pub fn page(m: &Matrix) -> String {
         };
         w!(
             h,
-            "<tr><td><b>{}</b></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td><span class=\"pill {exp_class}\">{}</span></td></tr>\n",
+            "<tr><td><b>{}</b></td>{}<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td><span class=\"pill {exp_class}\">{}</span></td></tr>\n",
             esc(&r.version),
+            client_td(&r.client),
             r.runs,
             r.pass,
             r.violation,
@@ -69,12 +89,16 @@ pub fn page(m: &Matrix) -> String {
             w!(
                 h,
                 "<p class=\"note\">{}: known cause named in {n} stalled or stuck run(s): {}</p>\n",
-                esc(&r.version),
+                esc(&r.label()),
                 esc(cause)
             );
         }
     }
-    h.push_str("<h2>Runs</h2>\n<table><thead><tr><th>version</th><th class=\"num\">#</th><th class=\"num\">seed</th><th>outcome</th><th class=\"num\">faults fired / planned</th><th class=\"num\">seconds</th><th>summary</th><th>reproduce</th></tr></thead><tbody>\n");
+    w!(
+        h,
+        "<h2>Runs</h2>\n<table><thead><tr><th>version</th>{client_th}"
+    );
+    h.push_str("<th class=\"num\">#</th><th class=\"num\">seed</th><th>outcome</th><th class=\"num\">faults fired / planned</th><th class=\"num\">seconds</th><th>summary</th><th>reproduce</th></tr></thead><tbody>\n");
     for r in &m.runs {
         let link = match &r.run_dir {
             Some(d) => format!(
@@ -91,10 +115,11 @@ pub fn page(m: &Matrix) -> String {
         };
         w!(
             h,
-            "<tr id=\"{}-{}\"><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td><span class=\"pill {}\">{link}</span>{expectation}</td><td class=\"num\">{}</td><td class=\"num\">{:.0}</td><td class=\"wrap\">{}</td><td class=\"wrap\"><code>{}</code></td></tr>\n",
-            esc(&r.version),
+            "<tr id=\"{}-{}\"><td>{}</td>{}<td class=\"num\">{}</td><td class=\"num\">{}</td><td><span class=\"pill {}\">{link}</span>{expectation}</td><td class=\"num\">{}</td><td class=\"num\">{:.0}</td><td class=\"wrap\">{}</td><td class=\"wrap\"><code>{}</code></td></tr>\n",
+            esc(&r.label().replace(' ', "-")),
             r.index,
             esc(&r.version),
+            client_td(&r.client),
             r.index,
             r.seed,
             outcome_class(r.outcome),
@@ -158,6 +183,7 @@ mod tests {
         });
         let at = |version: &str, index: u32| RunAt {
             version: version.into(),
+            client: None,
             index,
             seed: 7,
             seconds: 60.0,
@@ -169,6 +195,7 @@ mod tests {
             scenario: "s".into(),
             scenario_file: "s.yaml".into(),
             versions: vec!["4.0.7".into()],
+            clients: vec![],
             times: 3,
             seeds: vec![7, 7, 7],
             started_ms: 0,
@@ -227,6 +254,7 @@ mod tests {
         stuck.status = Status::Stuck;
         let at = |index: u32| RunAt {
             version: "4.0.7".into(),
+            client: None,
             index,
             seed: 7,
             seconds: 60.0,
@@ -237,6 +265,7 @@ mod tests {
             scenario: "s".into(),
             scenario_file: "s.yaml".into(),
             versions: vec!["4.0.7".into()],
+            clients: vec![],
             times: 4,
             seeds: vec![7; 4],
             started_ms: 0,
@@ -271,6 +300,83 @@ mod tests {
         assert!(
             page.contains(".pill.stuck,.pill.held{"),
             "CSS for the stuck class"
+        );
+    }
+
+    /// `--clients`: a client column in both tables only when the matrix compares clients, the
+    /// client's text escaped, and each run's row id naming its client.
+    #[test]
+    fn the_matrix_page_has_a_client_column_only_when_clients_are_compared() {
+        use crate::matrix::{Matrix, RunAt, RunRecord};
+        use std::collections::BTreeMap;
+        let pass = checker::verdict(
+            Tally::new(0).finish().unwrap(),
+            None::<Vec<std::result::Result<Event, String>>>,
+            &Context::default(),
+        );
+        let at = |client: &str| RunAt {
+            version: "4.2.4".into(),
+            client: Some(client.into()),
+            index: 1,
+            seed: 7,
+            seconds: 60.0,
+            run_dir: Some(format!("4.2.4/{client}/run-1")),
+            reproduce: format!(
+                "pulsar-chaos run s.yaml --seed 7 --pulsar-version 4.2.4 --client {client}"
+            ),
+        };
+        let mut m = Matrix {
+            scenario: "s".into(),
+            scenario_file: "s.yaml".into(),
+            versions: vec!["4.2.4".into()],
+            clients: vec!["own".into(), "<j>".into()],
+            times: 1,
+            seeds: vec![7],
+            started_ms: 0,
+            elapsed_s: 1.0,
+            interrupted: false,
+            rows: vec![],
+            runs: vec![
+                RunRecord::from_verdict(at("own"), &pass, None, None),
+                RunRecord::from_verdict(at("<j>"), &pass, None, None),
+            ],
+        };
+        m.summarize(&BTreeMap::new());
+        let page = crate::report::matrix::page(&m);
+        assert!(
+            page.contains("<h2>Per version and client</h2>\n<table><thead><tr><th>version</th><th>client</th><th class=\"num\">runs</th>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<tr><td><b>4.2.4</b></td><td>own</td><td class=\"num\">1</td>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<tr><td><b>4.2.4</b></td><td>&lt;j&gt;</td><td class=\"num\">1</td>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<h2>Runs</h2>\n<table><thead><tr><th>version</th><th>client</th><th class=\"num\">#</th>"),
+            "{page}"
+        );
+        assert!(
+            page.contains(
+                "<tr id=\"4.2.4-own-1\"><td>4.2.4</td><td>own</td><td class=\"num\">1</td>"
+            ),
+            "{page}"
+        );
+        assert!(page.contains("--client &lt;j&gt;"), "{page}");
+        assert!(!page.contains("<j>"), "{page}");
+        assert!(page.contains("through own, &lt;j&gt;"), "{page}");
+        // One client: no column.
+        m.clients = vec!["own".into()];
+        m.runs.truncate(1);
+        m.summarize(&BTreeMap::new());
+        let page = crate::report::matrix::page(&m);
+        assert!(!page.contains("<th>client</th>"), "{page}");
+        assert!(
+            page.contains("<tr><td><b>4.2.4</b></td><td class=\"num\">1</td>"),
+            "{page}"
         );
     }
 }

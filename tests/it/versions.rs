@@ -184,3 +184,27 @@ fn the_matrix_refuses_bad_versions_before_anything_starts() {
     let o = run(&["matrix", scenario.to_str().unwrap(), "--times", "0"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
+
+/// `--clients`: an unknown client, or one that does not fit the scenario, stops the matrix with
+/// exit 2 before anything starts (no matrix directory is made).
+#[test]
+fn the_matrix_refuses_bad_clients_before_anything_starts() {
+    let scenario = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/smoke.yaml");
+    let dir = tmpdir("matrix-bad-client");
+    let o = run(&[
+        "matrix",
+        scenario.to_str().unwrap(),
+        "--versions",
+        "4.2.4",
+        "--clients",
+        "own,python",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("python: not a client"), "{}", text(&o));
+    assert!(
+        std::fs::read_dir(&dir).map_or(true, |mut d| d.next().is_none()),
+        "a matrix directory was made"
+    );
+}

@@ -1,5 +1,6 @@
-//! The version matrix: one scenario with the same seeds on several Pulsar versions, K runs
-//! each, summed per version and compared with what the scenario expects (`expect:`). Pure:
+//! The version matrix: one scenario with the same seeds on several Pulsar versions (and,
+//! with `--clients`, through several clients), K runs each, summed per version and client and
+//! compared with what the scenario expects of the version (`expect:`). Pure:
 //! the runs come in as records, the table and `matrix.json` go out; `commands::matrix` runs
 //! the clusters and `report::matrix` draws `matrix.html`.
 
@@ -75,6 +76,9 @@ impl std::fmt::Display for Outcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     pub version: String,
+    /// The client chosen for the run (`--clients`; None: the scenario's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
     /// 1..=K within its version.
     pub index: u32,
     pub seed: u64,
@@ -118,6 +122,7 @@ impl RunRecord {
         let outcome = Outcome::of(v);
         RunRecord {
             version: at.version,
+            client: at.client,
             index: at.index,
             seed: at.seed,
             outcome,
@@ -144,6 +149,7 @@ impl RunRecord {
     pub fn error(at: RunAt, error: String, expected: Option<&[Expected]>) -> RunRecord {
         RunRecord {
             version: at.version,
+            client: at.client,
             index: at.index,
             seed: at.seed,
             outcome: Outcome::Error,
@@ -167,6 +173,8 @@ impl RunRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunAt {
     pub version: String,
+    /// The client chosen for the run (None: the scenario's own).
+    pub client: Option<String>,
     pub index: u32,
     pub seed: u64,
     pub seconds: f64,
@@ -206,10 +214,13 @@ impl Spread {
     }
 }
 
-/// One version's line of the matrix.
+/// One line of the matrix: a version, or a version through one client.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VersionRow {
     pub version: String,
+    /// The client of the line (`--clients`; None: the scenario's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
     pub runs: u64,
     pub pass: u64,
     pub violation: u64,
@@ -247,8 +258,11 @@ pub struct Matrix {
     pub scenario: String,
     pub scenario_file: String,
     pub versions: Vec<String>,
+    /// The clients of `--clients`, in the order given (empty: the scenario's own client only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<String>,
     pub times: u32,
-    /// The seed of each run index (the same on every version).
+    /// The seed of each run index (the same on every version and client).
     pub seeds: Vec<u64>,
     pub started_ms: u64,
     pub elapsed_s: f64,
@@ -267,14 +281,37 @@ pub fn seeds(fixed: Option<u64>, master: u64, times: u32) -> Vec<u64> {
 }
 
 impl Matrix {
-    /// Sum the runs per version, in the order the versions were given.
+    /// The client axis: each client of `--clients`, or the scenario's own (None) alone.
+    pub fn client_axis(&self) -> Vec<Option<String>> {
+        if self.clients.is_empty() {
+            vec![None]
+        } else {
+            self.clients.iter().cloned().map(Some).collect()
+        }
+    }
+
+    /// Whether the matrix compares clients (the table then has a client column).
+    pub fn compares_clients(&self) -> bool {
+        self.clients.len() > 1
+    }
+
+    /// Sum the runs per version and client, in the order they were given (each version's
+    /// clients together). A version's expectation applies to each of its clients.
     pub fn summarize(&mut self, expect: &BTreeMap<String, Vec<Expected>>) {
-        self.rows = self
+        let axis = self.client_axis();
+        let cells: Vec<(&String, &Option<String>)> = self
             .versions
             .iter()
-            .map(|version| {
-                let runs: Vec<&RunRecord> =
-                    self.runs.iter().filter(|r| &r.version == version).collect();
+            .flat_map(|v| axis.iter().map(move |c| (v, c)))
+            .collect();
+        self.rows = cells
+            .into_iter()
+            .map(|(version, client)| {
+                let runs: Vec<&RunRecord> = self
+                    .runs
+                    .iter()
+                    .filter(|r| &r.version == version && &r.client == client)
+                    .collect();
                 let count = |o: Outcome| runs.iter().filter(|r| r.outcome == o).count() as u64;
                 let mut recovery: BTreeMap<String, Vec<u64>> = BTreeMap::new();
                 for r in &runs {
@@ -293,6 +330,7 @@ impl Matrix {
                 let expected = expect.get(version).cloned().unwrap_or_default();
                 VersionRow {
                     version: version.clone(),
+                    client: client.clone(),
                     runs: runs.len() as u64,
                     pass: count(Outcome::Pass),
                     violation: count(Outcome::Violation),
@@ -351,11 +389,25 @@ impl Matrix {
     /// The table, for people.
     pub fn table(&self) -> String {
         let mut t = String::new();
+        let by_client = self.compares_clients();
+        // The client column, when the matrix compares clients.
+        let client_cell = |c: &Option<String>| {
+            if by_client {
+                format!(" {:<6}", c.as_deref().unwrap_or("-"))
+            } else {
+                String::new()
+            }
+        };
         t.push_str(&format!(
-            "matrix of {} ({}): {} run(s) per version, seeds {}; {:.0}s{}\n",
+            "matrix of {} ({}): {} run(s) per version{}, seeds {}; {:.0}s{}\n",
             self.scenario,
             self.scenario_file,
             self.times,
+            match self.clients.as_slice() {
+                [] => String::new(),
+                [one] => format!(", client {one}"),
+                many => format!(" and client ({})", many.join(", ")),
+            },
             seeds_text(&self.seeds),
             self.elapsed_s,
             if self.interrupted {
@@ -365,8 +417,13 @@ impl Matrix {
             }
         ));
         t.push_str(&format!(
-            "  {:<9} {:>4} {:>5} {:>9} {:>12} {:>7} {:>5} {:>5} {:>9} {:>10} {:>8} {:>10} {:>9}  {}\n",
+            "  {:<9}{} {:>4} {:>5} {:>9} {:>12} {:>7} {:>5} {:>5} {:>9} {:>10} {:>8} {:>10} {:>9}  {}\n",
             "version",
+            if by_client {
+                format!(" {:<6}", "client")
+            } else {
+                String::new()
+            },
             "runs",
             "pass",
             "violation",
@@ -383,8 +440,9 @@ impl Matrix {
         ));
         for r in &self.rows {
             t.push_str(&format!(
-                "  {:<9} {:>4} {:>5} {:>9} {:>12} {:>7} {:>5} {:>5} {:>9} {:>10} {:>8} {:>10} {:>9}  {}\n",
+                "  {:<9}{} {:>4} {:>5} {:>9} {:>12} {:>7} {:>5} {:>5} {:>9} {:>10} {:>8} {:>10} {:>9}  {}\n",
                 r.version,
+                client_cell(&r.client),
                 r.runs,
                 r.pass,
                 r.violation,
@@ -409,8 +467,8 @@ impl Matrix {
                     .rows
                     .iter()
                     .map(|r| match r.recovery.get(k) {
-                        Some(s) => format!("{} {}", r.version, s.text()),
-                        None => format!("{} -", r.version),
+                        Some(s) => format!("{} {}", r.label(), s.text()),
+                        None => format!("{} -", r.label()),
                     })
                     .collect();
                 t.push_str(&format!("    {k:<16} {}\n", cells.join("   ")));
@@ -420,7 +478,7 @@ impl Matrix {
             for (cause, n) in &r.likely_causes {
                 t.push_str(&format!(
                     "  {} stalls or stuck reads, known cause in {n} run(s): {}\n",
-                    r.version,
+                    r.label(),
                     cause.chars().take(160).collect::<String>()
                 ));
             }
@@ -435,7 +493,7 @@ impl Matrix {
             for r in failures {
                 t.push_str(&format!(
                     "  {} #{} seed {}: {}{}{}: {}\n      {}\n",
-                    r.version,
+                    r.label(),
                     r.index,
                     r.seed,
                     r.outcome,
@@ -454,6 +512,28 @@ impl Matrix {
             }
         }
         t
+    }
+}
+
+impl RunRecord {
+    /// `4.2.4`, or `4.2.4 java` for a run through a chosen client.
+    pub fn label(&self) -> String {
+        label(&self.version, self.client.as_deref())
+    }
+}
+
+impl VersionRow {
+    /// `4.2.4`, or `4.2.4 java` for a line of a chosen client.
+    pub fn label(&self) -> String {
+        label(&self.version, self.client.as_deref())
+    }
+}
+
+/// A version, and the client when one was chosen.
+pub fn label(version: &str, client: Option<&str>) -> String {
+    match client {
+        Some(c) => format!("{version} {c}"),
+        None => version.to_string(),
     }
 }
 

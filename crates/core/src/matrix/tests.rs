@@ -77,6 +77,7 @@ fn record(version: &str, i: u32, v: &Verdict, expect: Option<&[Expected]>) -> Ru
 fn at(version: &str, i: u32) -> RunAt {
     RunAt {
         version: version.into(),
+        client: None,
         index: i,
         seed: 7,
         seconds: 60.0,
@@ -136,6 +137,7 @@ fn rows_sum_each_version_and_compare_with_the_expectation() {
         scenario: "s".into(),
         scenario_file: "s.yaml".into(),
         versions: vec!["4.0.7".into(), "4.2.4".into()],
+        clients: vec![],
         times: 3,
         seeds: vec![7, 7, 7],
         started_ms: 0,
@@ -201,6 +203,7 @@ fn the_exit_code_is_the_worst_verdict() {
         scenario: "s".into(),
         scenario_file: "s.yaml".into(),
         versions: vec!["4.2.4".into()],
+        clients: vec![],
         times: 1,
         seeds: vec![1],
         started_ms: 0,
@@ -289,6 +292,7 @@ fn rows_and_runs_say_how_many_planned_faults_fired() {
         scenario: "s".into(),
         scenario_file: "s.yaml".into(),
         versions: vec!["4.0.7".into(), "4.2.4".into()],
+        clients: vec![],
         times: 2,
         seeds: vec![7, 7],
         started_ms: 0,
@@ -330,4 +334,133 @@ fn rows_and_runs_say_how_many_planned_faults_fired() {
     }
     let back: Matrix = serde_json::from_value(old).unwrap();
     assert_eq!(back.rows[0].faults_planned, 0);
+}
+
+fn client_record(
+    version: &str,
+    client: &str,
+    i: u32,
+    v: &Verdict,
+    expect: Option<&[Expected]>,
+) -> RunRecord {
+    let mut a = at(version, i);
+    a.client = Some(client.into());
+    a.run_dir = Some(format!("{version}/{client}/run-{i}"));
+    a.reproduce = format!("{} --client {client}", a.reproduce);
+    RunRecord::from_verdict(a, v, Some(1000.0), expect)
+}
+
+/// `--clients`: one line per version and client, in the order given (a version's clients
+/// together), the version's expectation applied to each of its clients; the table has a client
+/// column only when the matrix compares clients.
+#[test]
+fn rows_are_per_version_and_client_with_the_versions_expectation() {
+    let exp = [Expected::Pass];
+    let pass = verdict(&(0..10).collect::<Vec<_>>());
+    let mut m = Matrix {
+        scenario: "s".into(),
+        scenario_file: "s.yaml".into(),
+        versions: vec!["4.0.7".into(), "4.2.4".into()],
+        clients: vec!["own".into(), "java".into()],
+        times: 2,
+        seeds: vec![7, 7],
+        started_ms: 0,
+        elapsed_s: 1.0,
+        interrupted: false,
+        rows: vec![],
+        runs: vec![],
+    };
+    for i in 1..=2 {
+        for v in ["4.0.7", "4.2.4"] {
+            m.runs.push(client_record(v, "own", i, &pass, None));
+            let java = if v == "4.2.4" && i == 2 {
+                stalled()
+            } else {
+                pass.clone()
+            };
+            let e = (v == "4.2.4").then_some(&exp[..]);
+            m.runs.push(client_record(v, "java", i, &java, e));
+        }
+    }
+    m.summarize(&BTreeMap::from([("4.2.4".to_string(), exp.to_vec())]));
+    let cells: Vec<(String, Option<String>, u64)> = m
+        .rows
+        .iter()
+        .map(|r| (r.version.clone(), r.client.clone(), r.runs))
+        .collect();
+    let cell = |v: &str, c: &str| (v.to_string(), Some(c.to_string()), 2);
+    assert_eq!(
+        cells,
+        vec![
+            cell("4.0.7", "own"),
+            cell("4.0.7", "java"),
+            cell("4.2.4", "own"),
+            cell("4.2.4", "java")
+        ]
+    );
+    // The version's expectation holds for each of its clients.
+    assert_eq!(m.rows[0].as_expected, None);
+    assert_eq!(m.rows[2].as_expected, Some(2));
+    assert_eq!((m.rows[3].as_expected, m.rows[3].stalled), (Some(1), 1));
+    let t = m.table();
+    assert!(t.contains("per version and client (own, java)"), "{t}");
+    let header = t.lines().nth(1).unwrap();
+    assert!(header.starts_with("  version   client runs"), "{header:?}");
+    assert!(
+        t.lines()
+            .any(|l| l.starts_with("  4.2.4     java      2     1")),
+        "{t}"
+    );
+    assert!(
+        t.contains("  4.2.4 java #2 seed 7: stalled (NOT as expected)"),
+        "{t}"
+    );
+    assert!(t.contains("--pulsar-version 4.2.4 --client java"), "{t}");
+    assert!(t.contains("4.2.4 java stalls or stuck reads"), "{t}");
+    let back: Matrix = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+    assert_eq!(back, m);
+    // One client chosen: no column, the header names it.
+    let mut one = m.clone();
+    one.clients = vec!["java".into()];
+    one.runs.retain(|r| r.client.as_deref() == Some("java"));
+    one.summarize(&BTreeMap::new());
+    assert_eq!(one.rows.len(), 2);
+    let t = one.table();
+    assert!(t.contains("per version, client java"), "{t}");
+    assert!(
+        t.lines().nth(1).unwrap().starts_with("  version   runs"),
+        "{t}"
+    );
+}
+
+/// Without `--clients` nothing about clients is written, and a matrix.json written before
+/// clients existed still loads.
+#[test]
+fn a_matrix_without_clients_writes_and_reads_as_before() {
+    let pass = verdict(&(0..10).collect::<Vec<_>>());
+    let mut m = Matrix {
+        scenario: "s".into(),
+        scenario_file: "s.yaml".into(),
+        versions: vec!["4.2.4".into()],
+        clients: vec![],
+        times: 1,
+        seeds: vec![7],
+        started_ms: 0,
+        elapsed_s: 1.0,
+        interrupted: false,
+        rows: vec![],
+        runs: vec![record("4.2.4", 1, &pass, None)],
+    };
+    m.summarize(&BTreeMap::new());
+    assert_eq!(m.rows.len(), 1);
+    let json = serde_json::to_string(&m).unwrap();
+    assert!(!json.contains("client"), "{json}");
+    let t = m.table();
+    assert!(!t.contains("client"), "{t}");
+    assert!(
+        t.lines().nth(1).unwrap().starts_with("  version   runs"),
+        "{t}"
+    );
+    let back: Matrix = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, m);
 }
