@@ -226,8 +226,13 @@ func (d *driver) open(r *request) (pulsar.Client, []pulsar.Producer, error) {
 	errs := make([]error, r.Partitions)
 	var wg sync.WaitGroup
 	for i := 0; i < r.Partitions; i++ {
+		topic := fmt.Sprintf("%s-partition-%d", r.Topic, i)
+		if r.Partitions == 1 {
+			// One partition: the harness made a topic without partitions.
+			topic = r.Topic
+		}
 		opts := pulsar.ProducerOptions{
-			Topic: fmt.Sprintf("%s-partition-%d", r.Topic, i),
+			Topic: topic,
 			Name:  fmt.Sprintf("%s-p%d", r.ProducerName, i),
 		}
 		if r.ProducerName == "" {

@@ -340,12 +340,19 @@ fn producer_config(
 /// For a run through an official client: whether the broker's deduplication was on for the
 /// topic, from each partition's own `deduplicationStatus` (the checker tells a client
 /// library's resend from Pulsar's duplicate by it). `None` for the own client.
-async fn client_context(w: &Workload, topic: &str, admin: &Admin) -> Option<checker::ClientContext> {
+async fn client_context(
+    w: &Workload,
+    topic: &str,
+    admin: &Admin,
+) -> Option<checker::ClientContext> {
     if !w.client.is_foreign() {
         return None;
     }
     let mut said = Vec::new();
-    for (i, p) in crate::txn::partition_names(topic, w.partitions).iter().enumerate() {
+    for (i, p) in crate::txn::partition_names(topic, w.partitions)
+        .iter()
+        .enumerate()
+    {
         let status = match admin.deduplication_status(p).await {
             Ok(Some(s)) => s,
             Ok(None) => "absent".to_string(),

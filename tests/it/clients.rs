@@ -123,6 +123,22 @@ fn java_and_go_pass_a_smoke_with_an_independent_readback_and_java_under_unloads(
         got.sort_unstable();
         assert_eq!(got, (0..20000).collect::<Vec<u64>>(), "{client}");
     }
+    // A topic without partitions (`partitions: 1`) too: the drivers produce to the topic
+    // itself (regression: they asked for `<topic>-partition-0`, which does not exist).
+    for client in ["java", "go"] {
+        let s = scenario(&dir, &format!("{client}-one"), client, 2000, "")
+            .to_str()
+            .unwrap()
+            .to_string();
+        let text1 = std::fs::read_to_string(&s)
+            .unwrap()
+            .replace("partitions: 4", "partitions: 1");
+        std::fs::write(&s, text1).unwrap();
+        let o = run_scenario(Path::new(&s), 35, &dir, &urls);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{client} with one partition: {t}");
+        assert_eq!(verdict(&run_dir_of(&t))["status"], "pass");
+    }
     // Faults work with a foreign client: two topic unloads under the Java client end in a
     // pass or in Pulsar's own anomalies (the low-water-mark finding), never the harness's.
     let s = scenario(

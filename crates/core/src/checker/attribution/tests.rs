@@ -273,11 +273,17 @@ fn duplicates_quote_the_lines_of_their_transactions() {
 /// library's resend with deduplication off (its own cause, still a violation), Pulsar's with
 /// it on, nobody's when the broker did not say.
 #[test]
-fn a_duplicate_within_one_transaction_of_an_official_client_is_graded_by_the_deduplication_policy(
-) {
+fn a_duplicate_within_one_transaction_of_an_official_client_is_graded_by_the_deduplication_policy()
+{
     let h = vec![
         opened(0, 1, T1, vec![(0, 10)], None),
-        outcome(1, 1, T1, Outcome::Committed, "java client: commit() completed normally"),
+        outcome(
+            1,
+            1,
+            T1,
+            Outcome::Committed,
+            "java client: commit() completed normally",
+        ),
         finished(2, true),
     ];
     let ctx = |dedup: Option<bool>| Context {
@@ -291,8 +297,15 @@ fn a_duplicate_within_one_transaction_of_an_official_client_is_graded_by_the_ded
     let off = grade(&twice(), h.clone(), &ctx(Some(false)));
     assert_eq!(off.duplicates[0].cause, Cause::ClientResend);
     assert_eq!(off.status, Status::Violation);
-    assert!(off.duplicates[0].explanation.contains("documented behaviour"), "{off:?}");
-    assert!(off.duplicates[0].explanation.contains("deduplicationStatus Disabled"));
+    assert!(
+        off.duplicates[0]
+            .explanation
+            .contains("documented behaviour"),
+        "{off:?}"
+    );
+    assert!(off.duplicates[0]
+        .explanation
+        .contains("deduplicationStatus Disabled"));
     let on = grade(&twice(), h.clone(), &ctx(Some(true)));
     assert_eq!(on.duplicates[0].cause, Cause::Pulsar);
     let unknown = grade(&twice(), h.clone(), &ctx(None));

@@ -208,7 +208,8 @@ public final class Driver {
                 List<CompletableFuture<Producer<byte[]>>> futures = new ArrayList<>();
                 for (int i = 0; i < partitions; i++) {
                     ProducerBuilder<byte[]> b = client.newProducer(Schema.BYTES)
-                            .topic(topic + "-partition-" + i)
+                            // One partition: the harness made a topic without partitions.
+                            .topic(partitions == 1 ? topic : topic + "-partition-" + i)
                             .producerName(producerName + "-p" + i)
                             .enableBatching(batchSize > 1);
                     if (batchSize > 1) {
