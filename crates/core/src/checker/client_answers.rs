@@ -22,37 +22,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use serde::{Deserialize, Serialize};
-
 use super::findings::Findings;
+pub use super::model::{AnswerRow, ClientAnswers};
 use super::model::{Context, NO_TXN};
 use crate::history::{EventBody, Outcome, Ranges};
-
-/// The table of one client's failed answers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClientAnswers {
-    /// "own", "java" or "go".
-    pub client: String,
-    /// By transactions, most first.
-    pub rows: Vec<AnswerRow>,
-}
-
-/// One error class on one operation, and what became of the transactions that got it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AnswerRow {
-    /// "commit" (END_TXN COMMIT) or "send".
-    pub op: String,
-    /// The client's error class (its short name), or the own client's error kind.
-    pub class: String,
-    /// Transactions (attempts) that got this answer at least once.
-    pub transactions: u64,
-    /// Of those, found committed by the evidence.
-    pub committed: u64,
-    /// Found not committed.
-    pub aborted: u64,
-    /// The evidence does not tell.
-    pub unknown: u64,
-}
 
 /// What the history says of one attempt.
 #[derive(Debug, Clone)]

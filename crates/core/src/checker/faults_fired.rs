@@ -6,9 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use super::model::Status;
+pub use super::model::{FaultsSummary, NotFired};
 
 /// What became of one planned firing, as the history last recorded it (a resumed run's
 /// history holds the interrupted run's events too: a firing skipped when the run was
@@ -21,33 +20,6 @@ pub(super) enum Fate {
     Skipped(String),
     /// `fault_failed` (before or after its `fault_started`), with the error.
     Failed(String),
-}
-
-/// A planned firing that did not fire, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NotFired {
-    /// The firing's name in the plan and the history (`packet-loss#2`).
-    pub fault: String,
-    /// `skipped`, `failed`, or `unrecorded` (the history never mentions it).
-    pub fate: String,
-    /// The history's reason (a skip) or error (a failed injection).
-    pub reason: String,
-}
-
-/// How many of the planned faults fired (in `verdict.json` as `faults_summary`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FaultsSummary {
-    /// Firings in the plan (`plan.json`).
-    pub planned: u64,
-    /// Firings the history records as started and not failed.
-    pub fired: u64,
-    /// Firings the history records as skipped (e.g. the producer finished first).
-    pub skipped: u64,
-    /// Firings whose injection failed.
-    pub failed: u64,
-    /// Every planned firing that did not fire, in plan order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub not_fired: Vec<NotFired>,
 }
 
 impl FaultsSummary {

@@ -241,12 +241,12 @@ pub struct Verdict {
     /// How many of the planned faults fired, and which did not (None: the plan was not given,
     /// as for `verify` or a read-back stored before this field existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub faults_summary: Option<super::faults_fired::FaultsSummary>,
+    pub faults_summary: Option<FaultsSummary>,
     /// What each error class the client answered on a commit or a send meant: how many of
     /// those transactions the evidence found committed, aborted or could not tell (see
     /// `checker::client_answers`). None: no failed answer in the history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_answers: Option<super::client_answers::ClientAnswers>,
+    pub client_answers: Option<ClientAnswers>,
 }
 
 /// How many missing and duplicated ranges were graded, by cause: every one the read-back
@@ -420,3 +420,56 @@ pub const NO_TXN: u64 = u64::MAX;
 
 #[cfg(test)]
 mod tests;
+
+/// The table of one client's failed answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientAnswers {
+    /// "own", "java" or "go".
+    pub client: String,
+    /// By transactions, most first.
+    pub rows: Vec<AnswerRow>,
+}
+
+/// One error class on one operation, and what became of the transactions that got it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnswerRow {
+    /// "commit" (END_TXN COMMIT) or "send".
+    pub op: String,
+    /// The client's error class (its short name), or the own client's error kind.
+    pub class: String,
+    /// Transactions (attempts) that got this answer at least once.
+    pub transactions: u64,
+    /// Of those, found committed by the evidence.
+    pub committed: u64,
+    /// Found not committed.
+    pub aborted: u64,
+    /// The evidence does not tell.
+    pub unknown: u64,
+}
+
+/// A planned firing that did not fire, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotFired {
+    /// The firing's name in the plan and the history (`packet-loss#2`).
+    pub fault: String,
+    /// `skipped`, `failed`, or `unrecorded` (the history never mentions it).
+    pub fate: String,
+    /// The history's reason (a skip) or error (a failed injection).
+    pub reason: String,
+}
+
+/// How many of the planned faults fired (in `verdict.json` as `faults_summary`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultsSummary {
+    /// Firings in the plan (`plan.json`).
+    pub planned: u64,
+    /// Firings the history records as started and not failed.
+    pub fired: u64,
+    /// Firings the history records as skipped (e.g. the producer finished first).
+    pub skipped: u64,
+    /// Firings whose injection failed.
+    pub failed: u64,
+    /// Every planned firing that did not fire, in plan order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_fired: Vec<NotFired>,
+}
