@@ -254,10 +254,7 @@ impl Producer {
             numbers.chunks(batch).map(move |group| {
                 let producer = self.producers.get(*p).cloned();
                 let driver = self.driver.clone();
-                let data: Vec<Vec<u8>> = group
-                    .iter()
-                    .map(|n| payload(*n, self.cfg.message_size))
-                    .collect();
+                let size = self.cfg.message_size;
                 let timeout = self.cfg.op_timeout;
                 let count = group.len();
                 async move {
@@ -285,10 +282,14 @@ impl Producer {
                                     message,
                                 }
                             }),
-                        (None, Some(producer)) => producer
-                            .send_batch(in_txn, data, timeout)
-                            .await
-                            .map_err(SendFailure::own),
+                        (None, Some(producer)) => {
+                            // The payloads only for the own client: a driver makes its own.
+                            let data = group.iter().map(|n| payload(*n, size)).collect();
+                            producer
+                                .send_batch(in_txn, data, timeout)
+                                .await
+                                .map_err(SendFailure::own)
+                        }
                         (None, None) => Err(SendFailure::own(TxnError::Fatal(format!(
                             "no producer for partition {p}"
                         )))),
