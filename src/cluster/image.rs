@@ -240,11 +240,15 @@ async fn run(step: &str, cmd: &mut Command) -> Result<(), ClusterError> {
     Ok(())
 }
 
-fn need(tool: &str, package: &str) -> Result<(), ClusterError> {
-    let found = std::env::var_os("PATH")
+/// Whether `tool` is a file in one of `PATH`'s directories.
+pub fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-        .unwrap_or(false);
-    if found {
+        .unwrap_or(false)
+}
+
+fn need(tool: &str, package: &str) -> Result<(), ClusterError> {
+    if on_path(tool) {
         Ok(())
     } else {
         Err(build_err("prerequisites")(format!(

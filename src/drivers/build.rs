@@ -77,12 +77,6 @@ pub fn dir_of(spec: &Spec) -> PathBuf {
         ))
 }
 
-fn missing(tool: &str) -> bool {
-    !std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-        .unwrap_or(false)
-}
-
 /// The driver of `spec`, built now unless a build of the same inputs is cached.
 pub async fn build(spec: &Spec) -> Result<Built, DriverError> {
     let err = |message: String| DriverError::Build {
@@ -112,7 +106,7 @@ pub async fn build(spec: &Spec) -> Result<Built, DriverError> {
         ClientKind::Own => return Err(err("the own client has no driver".into())),
     };
     for t in tools {
-        if missing(t) {
+        if !crate::cluster::image::on_path(t) {
             return Err(err(format!(
                 "`{t}` is not installed (scripts/prepare installs it: Debian package {})",
                 match *t {

@@ -234,7 +234,6 @@ impl Driver {
     }
 
     /// `connect`: the client and one producer per partition.
-    #[allow(clippy::too_many_arguments)]
     pub async fn connect(&self, args: &ConnectArgs<'_>, timeout: Duration) -> Result<(), Answer> {
         let mut m = Map::new();
         m.insert("service_url".into(), json!(args.service_url));

@@ -306,4 +306,30 @@ fn client_keys_that_do_not_fit_exit_2_with_file_line_and_column() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("one of own, java, go"), "{}", text(&o));
+    // The override is checked as the file's keys are (one rule, `clients::misfit`).
+    let transform = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/transform-smoke.yaml"
+    );
+    let o = run(&["run", transform, "--client", "java", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--client: client java runs `kind: produce` only"),
+        "{}",
+        text(&o)
+    );
+    let o = run(&[
+        "run",
+        good.to_str().unwrap(),
+        "--client",
+        "go",
+        "--client-version",
+        "4.2.4",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--client-version: goes with `client: java` only"),
+        "{}",
+        text(&o)
+    );
 }

@@ -76,6 +76,28 @@ pub fn check_java_version(v: &str) -> Result<(), String> {
     }
 }
 
+/// Why a client does not fit a workload, if it does not: the workload key at fault (`client`
+/// or `client_version`) and the reason. The scenario's validation and `--client` ask the same.
+pub fn misfit(
+    kind: ClientKind,
+    version: Option<&str>,
+    transform: bool,
+) -> Option<(&'static str, String)> {
+    if kind.is_foreign() && transform {
+        return Some(("client", format!("client {kind} runs `kind: produce` only for now (consume-transform-produce through a driver is not built yet; docs/drivers.md)")));
+    }
+    let v = version?;
+    if kind != ClientKind::Java {
+        return Some(("client_version", format!("goes with `client: java` only (the {kind} client's version is fixed: docs/drivers.md)")));
+    }
+    check_java_version(v).err().map(|m| ("client_version", m))
+}
+
+/// Why a `reply_loss` fault does not fit the client, if it does not.
+pub fn reply_loss_misfit(kind: ClientKind) -> Option<String> {
+    kind.is_foreign().then(|| format!("reply_loss works with `client: own` only for now: its proxy sits inside the harness's own client, and the {kind} driver dials the brokers itself"))
+}
+
 /// The Java client version a run uses: the scenario's, else the broker's when it is served,
 /// else the default Pulsar version's.
 pub fn java_version_for(client_version: Option<&str>, broker: Option<&str>) -> String {

@@ -111,34 +111,28 @@ impl Scenario {
                 .ok_or_else(|| format!("--client {c}: not a client; one of own, java, go"))?,
             None => self.workload.client,
         };
-        if kind.is_foreign() && self.workload.transform.is_some() {
-            return Err(format!(
-                "--client {kind}: the {kind} driver runs `kind: produce` only for now (docs/drivers.md)"
-            ));
-        }
-        if kind.is_foreign()
-            && self
-                .faults
-                .iter()
-                .any(|f| matches!(f.kind, super::FaultKind::ReplyLoss { .. }))
-        {
-            return Err(format!(
-                "--client {kind}: reply_loss works with the own client only for now (its proxy sits inside the harness's own client)"
-            ));
-        }
         let version = match version {
-            Some(v) if kind != ClientKind::Java => {
-                return Err(format!(
-                    "--client-version {v} goes with the Java client only (the {kind} client's version is fixed)"
-                ))
-            }
-            Some(v) => {
-                crate::clients::check_java_version(v)?;
-                Some(v.to_string())
-            }
+            Some(v) => Some(v.to_string()),
             None if kind == ClientKind::Java => self.workload.client_version.clone(),
             None => None,
         };
+        if let Some((key, why)) =
+            crate::clients::misfit(kind, version.as_deref(), self.workload.transform.is_some())
+        {
+            let flag = if key == "client" {
+                "--client"
+            } else {
+                "--client-version"
+            };
+            return Err(format!("{flag}: {why}"));
+        }
+        let reply_loss = self
+            .faults
+            .iter()
+            .any(|f| matches!(f.kind, super::FaultKind::ReplyLoss { .. }));
+        if let Some(why) = crate::clients::reply_loss_misfit(kind).filter(|_| reply_loss) {
+            return Err(format!("--client {kind}: {why}"));
+        }
         self.workload.client = kind;
         self.workload.client_version = version.clone();
         self.resolved.workload.client = kind.is_foreign().then_some(kind);

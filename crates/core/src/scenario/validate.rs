@@ -385,21 +385,10 @@ fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
     }
     let transform = transform::validate_transform(w, concurrency)?;
     let client = w.client.unwrap_or_default();
-    if client.is_foreign() && transform.is_some() {
-        return err(
-            &["workload", "client"],
-            format!("client {client} runs `kind: produce` only for now (consume-transform-produce through a driver is not built yet; docs/drivers.md)"),
-        );
-    }
-    if let Some(v) = &w.client_version {
-        if client != crate::clients::ClientKind::Java {
-            return err(
-                &["workload", "client_version"],
-                format!("goes with `client: java` only (the {client} client's version is fixed: docs/drivers.md)"),
-            );
-        }
-        crate::clients::check_java_version(v)
-            .map_err(|m| (vec![key("workload"), key("client_version")], m))?;
+    if let Some((k, why)) =
+        crate::clients::misfit(client, w.client_version.as_deref(), transform.is_some())
+    {
+        return err(&["workload", k], why);
     }
     // A transform retries an unknown commit and never resends (see `validate_transform`).
     let default_resend = match transform {

@@ -44,14 +44,10 @@ pub(super) fn validate_fault(
             "reply_loss needs a cluster the harness started (topology standalone or cluster)",
         );
     }
-    if workload.client.is_foreign() && matches!(f, FaultFile::ReplyLoss { .. }) {
-        return err(
-            &["kind"],
-            format!(
-                "reply_loss works with `client: own` only for now: its proxy sits inside the harness's own client, and the {} driver dials the brokers itself",
-                workload.client
-            ),
-        );
+    if let (FaultFile::ReplyLoss { .. }, Some(why)) =
+        (f, crate::clients::reply_loss_misfit(workload.client))
+    {
+        return err(&["kind"], why);
     }
     let consumers = match (f, workload.transform) {
         (FaultFile::ConsumerRestart { .. }, None) => {
