@@ -78,6 +78,9 @@ pub struct Config {
     /// The official client the attempts go through (docs/drivers.md); `None`: the harness's
     /// own client.
     pub driver: Option<DriverHandle>,
+    /// The service URL the driver's client is given: a `reply_loss` proxy's listener, which
+    /// routes the brokers its lookups name; `None`: the cluster's own.
+    pub driver_service_url: Option<String>,
 }
 
 /// A running driver in the producer's configuration.
@@ -273,7 +276,7 @@ impl Producer {
         if let Some(d) = &driver {
             d.connect(
                 &ConnectArgs {
-                    service_url,
+                    service_url: cfg.driver_service_url.as_deref().unwrap_or(service_url),
                     topic: &cfg.topic,
                     partitions: cfg.partitions,
                     op_timeout: cfg.op_timeout,

@@ -3,10 +3,20 @@
 //! command and then closes that connection on both sides, as a network fault would after the
 //! broker had acted.
 //!
-//! Only the in-process transactional producer's connections go through it (its
-//! [`crate::txn::Client`] dials through [`ReplyLossProxy`] as a [`Dial`]); the read-back and
-//! the admin API do not. One local listener on 127.0.0.1 per upstream address (the service
-//! URL's and every broker a lookup names).
+//! Only the producer's connections go through it; the read-back and the admin API do not.
+//! One local listener on 127.0.0.1 per upstream address (the service URL's and every broker a
+//! lookup names). It is reached in one of two ways ([`Addressing`]):
+//! - the harness's own client dials through it ([`Dial`]): the client asks the proxy for the
+//!   listener of each broker address it looked up;
+//! - an official client in a driver process cannot be asked, so it is given the service URL's
+//!   listener ([`ReplyLossProxy::service_url`]) and the proxy rewrites every broker address the
+//!   brokers send it (the `brokerServiceUrl` of a LOOKUP_RESPONSE, whether `Connect` or
+//!   `Redirect`) to that broker's listener, so that every connection the client opens after a
+//!   lookup comes back through the proxy. (Pulsar's own proxy answers with
+//!   `proxyThroughServiceUrl` instead, but it follows redirects itself and answers only
+//!   `Connect`, which a byte-level forwarder cannot.) Not
+//!   rewritten: the broker URL a CLOSE_PRODUCER carries under the extensible load manager
+//!   (PIP-307); the harness's clusters run the default load manager.
 //!
 //! A frame is `[total size: u32 BE][command size: u32 BE][BaseCommand][metadata + payload]`;
 //! the proxy decodes the command only and forwards the bytes it read unchanged. In the client
@@ -152,6 +162,49 @@ pub fn may_drop(reply: &Reply, action: Option<i32>) -> bool {
         || action == Some(pulsar::message::proto::TxnAction::Commit as i32)
 }
 
+/// The broker addresses ("host:port") a broker-to-client command names that a rewriting
+/// proxy must route through itself: a LOOKUP_RESPONSE's `brokerServiceUrl`.
+pub fn addresses_in(c: &BaseCommand) -> Vec<String> {
+    if Type::try_from(c.r#type).ok() != Some(Type::LookupResponse) {
+        return Vec::new();
+    }
+    c.lookup_topic_response
+        .as_ref()
+        .and_then(|r| r.broker_service_url.as_deref())
+        .map(|u| vec![crate::txn::host_port(u)])
+        .unwrap_or_default()
+}
+
+/// `c` with every address [`addresses_in`] names replaced by its route (`routes`: address to
+/// the local "host:port" that forwards to it). `None` when nothing changed.
+pub fn readdressed(c: &BaseCommand, routes: &HashMap<String, String>) -> Option<BaseCommand> {
+    let mut c = c.clone();
+    let r = c.lookup_topic_response.as_mut()?;
+    let to = routes.get(&crate::txn::host_port(r.broker_service_url.as_deref()?))?;
+    r.broker_service_url = Some(format!("pulsar://{to}"));
+    Some(c)
+}
+
+/// A frame holding `c` alone (no metadata, no payload), as the protocol delimits it.
+pub fn frame_of(c: &BaseCommand) -> Vec<u8> {
+    let command = c.encode_to_vec();
+    let mut f = Vec::with_capacity(8 + command.len());
+    f.extend_from_slice(&((4 + command.len()) as u32).to_be_bytes());
+    f.extend_from_slice(&(command.len() as u32).to_be_bytes());
+    f.extend_from_slice(&command);
+    f
+}
+
+/// How a client's connections reach the proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Addressing {
+    /// The client asks for each broker's listener ([`Dial`]): the harness's own client.
+    Dialed,
+    /// The client is given the service URL's listener and the proxy rewrites the broker
+    /// addresses in the lookups it forwards: an official client in a driver.
+    Rewritten,
+}
+
 /// How an armed fault picks the replies it drops.
 #[derive(Debug, Clone)]
 pub enum Pick {
@@ -208,6 +261,7 @@ pub struct Disarmed {
 /// The proxy. Cheap to share; one per run.
 pub struct ReplyLossProxy {
     history: History,
+    addressing: Addressing,
     routes: tokio::sync::Mutex<HashMap<String, String>>,
     armings: Mutex<Vec<Arming>>,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
@@ -261,9 +315,10 @@ async fn forward_upstream(
 }
 
 impl ReplyLossProxy {
-    pub fn new(history: History) -> Arc<ReplyLossProxy> {
+    pub fn new(history: History, addressing: Addressing) -> Arc<ReplyLossProxy> {
         Arc::new(ReplyLossProxy {
             history,
+            addressing,
             routes: tokio::sync::Mutex::new(HashMap::new()),
             armings: Mutex::new(Vec::new()),
             tasks: Mutex::new(Vec::new()),
@@ -321,6 +376,15 @@ impl ReplyLossProxy {
         for t in self.tasks.lock().expect("lock").drain(..) {
             t.abort();
         }
+    }
+
+    /// The service URL to give a client that cannot dial through the proxy (an official
+    /// client): `service_url`'s listener, as a pulsar:// URL.
+    pub async fn service_url(self: &Arc<Self>, service_url: &str) -> Result<String, TxnError> {
+        let local = self
+            .listener_for(&crate::txn::host_port(service_url))
+            .await?;
+        Ok(format!("pulsar://{local}"))
     }
 
     /// The local listener for `upstream`, started on first use.
@@ -392,8 +456,22 @@ impl ReplyLossProxy {
                         break 'conn;
                     }
                 };
-                let frame = buf.split_to(len);
-                if let Some(reply) = command_of(&frame).ok().as_ref().and_then(reply_of) {
+                let mut frame = buf.split_to(len);
+                let command = command_of(&frame).ok();
+                if let Some(c) = command
+                    .as_ref()
+                    .filter(|_| self.addressing == Addressing::Rewritten)
+                {
+                    match self.readdress(c).await {
+                        Ok(Some(f)) => frame = BytesMut::from(&f[..]),
+                        Ok(None) => {}
+                        Err(e) => {
+                            tracing::warn!("reply_loss proxy: {e}; closing");
+                            break 'conn;
+                        }
+                    }
+                }
+                if let Some(reply) = command.as_ref().and_then(reply_of) {
                     if let Some(key) = reply.send_key {
                         let txn = sends.lock().expect("lock").remove(&key);
                         if let Some(fault) = self.should_drop(reply.kind) {
@@ -427,6 +505,18 @@ impl ReplyLossProxy {
         upstream_task.abort();
         let _ = upstream_task.await;
         let _ = client_wr.shutdown().await;
+    }
+
+    /// The frame of `c` with its broker addresses routed through this proxy, when it names any.
+    async fn readdress(self: &Arc<Self>, c: &BaseCommand) -> Result<Option<Vec<u8>>, TxnError> {
+        let mut routes = HashMap::new();
+        for a in addresses_in(c) {
+            // Through the boxed `Dial` future: a listener's connections call this, so awaiting
+            // `listener_for` itself would make its future contain itself.
+            let local = Dial::route(self, &a).await?;
+            routes.insert(a, local);
+        }
+        Ok(readdressed(c, &routes).map(|c| frame_of(&c)))
     }
 
     fn record_drop(
@@ -706,5 +796,58 @@ mod tests {
         assert_ne!(run(7), run(8));
         let dropped = run(7).iter().filter(|d| **d).count();
         assert!((500..700).contains(&dropped), "{dropped}");
+    }
+
+    fn lookup_response(
+        url: &str,
+        kind: proto::command_lookup_topic_response::LookupType,
+    ) -> BaseCommand {
+        BaseCommand {
+            r#type: Type::LookupResponse as i32,
+            lookup_topic_response: Some(proto::CommandLookupTopicResponse {
+                broker_service_url: Some(url.into()),
+                response: Some(kind as i32),
+                request_id: 4,
+                authoritative: Some(true),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_rewriting_proxy_routes_the_brokers_a_lookup_names_connect_or_redirect() {
+        use proto::command_lookup_topic_response::LookupType;
+        let routes: HashMap<String, String> =
+            [("10.0.0.7:6650".to_string(), "127.0.0.1:41000".to_string())].into();
+        for kind in [LookupType::Connect, LookupType::Redirect] {
+            let c = lookup_response("pulsar://10.0.0.7:6650", kind);
+            assert_eq!(addresses_in(&c), vec!["10.0.0.7:6650".to_string()]);
+            let f = frame_of(&readdressed(&c, &routes).expect("rewritten"));
+            // The rewritten frame is a well-formed frame the client decodes, and only the
+            // address changed.
+            assert_eq!(frame_len(&f), Ok(Some(f.len())));
+            let back = command_of(&f).unwrap();
+            let r = back.lookup_topic_response.as_ref().unwrap();
+            assert_eq!(
+                r.broker_service_url.as_deref(),
+                Some("pulsar://127.0.0.1:41000")
+            );
+            assert_eq!(
+                (r.response, r.request_id, r.authoritative),
+                (Some(kind as i32), 4, Some(true))
+            );
+        }
+        // An address without a route, and commands naming none, are left alone.
+        let other = lookup_response("pulsar://10.0.0.8:6650", LookupType::Connect);
+        assert_eq!(readdressed(&other, &routes), None);
+        assert!(addresses_in(&end_txn_response(3)).is_empty());
+        assert_eq!(readdressed(&end_txn_response(3), &routes), None);
+    }
+
+    #[test]
+    fn a_command_only_frame_matches_the_codec() {
+        let c = end_txn_response(9);
+        assert_eq!(frame_of(&c), encode(c, None));
     }
 }

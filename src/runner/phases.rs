@@ -18,7 +18,7 @@ use crate::drivers::Built;
 use crate::error::{Error, Result};
 use crate::history::{self, EventBody, History};
 use crate::journal::Journal;
-use crate::nemesis::reply_loss::ReplyLossProxy;
+use crate::nemesis::reply_loss::{Addressing, ReplyLossProxy};
 use crate::nemesis::Nemesis;
 use crate::plan::Plan;
 use crate::progress::Progress;
@@ -68,10 +68,27 @@ pub(super) async fn execute(
         .faults
         .iter()
         .any(|f| matches!(f.kind, crate::scenario::FaultKind::ReplyLoss { .. }))
-        .then(|| ReplyLossProxy::new(history.clone()));
+        .then(|| {
+            let addressing = match client {
+                Some(_) => Addressing::Rewritten,
+                None => Addressing::Dialed,
+            };
+            ReplyLossProxy::new(history.clone(), addressing)
+        });
     let mut cfg = producer_config(req, info, &proxy);
     if let Some(built) = client {
         cfg.driver = Some(start_driver(built, dir, &history).await?);
+        if let Some(p) = &proxy {
+            // An official client cannot be asked to dial through the proxy: it is given the
+            // service URL's listener, and the proxy routes the brokers its lookups name. The
+            // harness's own client (verify's reads, a resume's aborts) goes straight.
+            let url = p
+                .service_url(&env.service_url)
+                .await
+                .map_err(|e| Error::Pulsar(format!("cannot start the reply_loss proxy: {e}")))?;
+            cfg.driver_service_url = Some(url);
+            cfg.dial = None;
+        }
     }
     let producer = match &w.transform {
         None => Driver::Produce(
@@ -334,6 +351,7 @@ fn producer_config(
             .as_ref()
             .map(|p| workload::Dialer(Arc::new(p.clone()) as Arc<dyn crate::txn::Dial>)),
         driver: None,
+        driver_service_url: None,
     }
 }
 

@@ -146,6 +146,7 @@ pub async fn fill_input(
         name: format!("{name}-in"),
         dial: None,
         driver: None,
+        driver_service_url: None,
     };
     let journal = Journal::open(&dir.join("journal-in")).map_err(|e| fail(e.to_string()))?;
     let history = History::create(

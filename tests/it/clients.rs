@@ -267,7 +267,12 @@ fn client_keys_that_do_not_fit_exit_2_with_file_line_and_column() {
     let dir = tmpdir("clients-bad");
     let base = "name: t\ncluster: { topology: standalone }\nworkload:\n  topic: persistent://public/default/t\n  messages: 100\n";
     let cases = [
-        ("unknown.yaml", "  client: python\n", "unknown.yaml:6:", "python"),
+        (
+            "unknown.yaml",
+            "  client: python\n",
+            "unknown.yaml:6:",
+            "python",
+        ),
         (
             "version-go.yaml",
             "  client: go\n  client_version: 4.2.4\n",
@@ -279,12 +284,6 @@ fn client_keys_that_do_not_fit_exit_2_with_file_line_and_column() {
             "  client: java\n  client_version: 9.9.9\n",
             "version-unserved.yaml:7:",
             "served: 4.0.0",
-        ),
-        (
-            "reply-loss.yaml",
-            "  client: java\nfaults:\n  - kind: reply_loss\n    reply: end_txn\n    count: 1\n    schedule: { at: [1s] }\n",
-            "reply-loss.yaml:8:",
-            "reply_loss works with `client: own` only",
         ),
     ];
     for (name, extra, location, message) in cases {

@@ -51,13 +51,17 @@ pub const COMMIT_ROWS: &[Row] = &[
     Row {
         class: "org.apache.pulsar.client.api.transaction.TransactionCoordinatorClientException$TransactionNotFoundException",
         message_contains: None,
-        meaning: Meaning::NotFound,
+        meaning: Meaning::Ambiguous,
         source: "TransactionMetaStoreHandler.getExceptionByServerError(TransactionNotFound, msg): \
-                 the only place the client creates it, i.e. the coordinator answered END_TXN that \
+                 the only place the client creates it: the coordinator answered an END_TXN that \
                  it does not know the transaction (timed out and aborted, or already ended and \
-                 forgotten — after an ambiguous earlier commit it may have committed it; seen on a \
-                 real standalone: commit timed out while the broker was paused, the second \
-                 commit() got this, the messages were committed).",
+                 forgotten). Not proof that no commit applied, because one commit() may send \
+                 END_TXN more than once: the handler sends a pending request again on its next \
+                 connection. Seen through the reply_loss proxy on 4.2.4: one commit() of (0,6), \
+                 three END_TXN replies dropped in 0.2 s with their connections, the first commit \
+                 applied, and commit() failed with this; an application that resends then \
+                 duplicates (#19629's pattern). Also seen: a commit timed out while the broker \
+                 was paused, the second commit() got this, the messages were committed.",
     },
     Row {
         class: "org.apache.pulsar.client.api.PulsarClientException$TransactionHasOperationFailedException",
@@ -183,12 +187,15 @@ mod tests {
     }
 
     #[test]
-    fn transaction_not_found_is_not_found() {
+    fn transaction_not_found_is_ambiguous_because_the_client_resends_end_txn_itself() {
+        // Regression: graded "aborted on Pulsar's word" while the commit had applied (a
+        // dropped END_TXN reply, the client's own second END_TXN answered TransactionNotFound),
+        // which turned a resend's duplicate into a violation blamed on Pulsar.
         let c = "org.apache.pulsar.client.api.transaction.TransactionCoordinatorClientException$TransactionNotFoundException";
         assert_eq!(row_index(c, "x"), Some(2));
         assert!(matches!(
             answer(c, "The transaction with this txdID `(0,660)`not found "),
-            CommitAnswer::NotFound(_)
+            CommitAnswer::Ambiguous(_)
         ));
     }
 

@@ -130,7 +130,10 @@ impl Scenario {
             .faults
             .iter()
             .any(|f| matches!(f.kind, super::FaultKind::ReplyLoss { .. }));
-        if let Some(why) = crate::clients::reply_loss_misfit(kind).filter(|_| reply_loss) {
+        if let Some(why) =
+            crate::clients::reply_loss_misfit(kind, self.workload.transform.is_some())
+                .filter(|_| reply_loss)
+        {
             return Err(format!("--client {kind}: {why}"));
         }
         self.workload.client = kind;
