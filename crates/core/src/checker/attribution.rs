@@ -121,7 +121,7 @@ pub(super) fn grade_duplicates(
         });
         for a in parts {
             match &mut open {
-                Some(o) if joins_stride(o, &a) => o.what.join(a.what),
+                Some(o) if joins_stride(o, &a, ctx) => o.what.join(a.what),
                 _ => {
                     if let Some(o) = open.replace(a) {
                         list(o, graded);
@@ -137,14 +137,22 @@ pub(super) fn grade_duplicates(
     listed
 }
 
-/// Whether `next` (the duplicate range after `entry`, not touching it) is told as `entry`
-/// is: the same transactions carried it, with the same cause, explanation and copy count.
-/// Numbers go to partitions by `number % partitions`, so one partition's share of a
-/// transaction is every `partitions`-th number; a client library's resend of that partition's
-/// pending batch (or any copy of one partition's share) then reads back as a range per number,
-/// which is one finding, listed once.
-fn joins_stride(entry: &Attributed<DuplicateEntry>, next: &Attributed<DuplicateEntry>) -> bool {
-    !entry.attempts.is_empty()
+/// Whether `next` (the duplicate range after `entry`, not touching it) is one finding with
+/// `entry`: in a run through an official client, the one transaction that carried both, with
+/// the same cause, explanation and copy count (`client_resend`'s domain: the client library's
+/// own resend, Pulsar's with deduplication on, or unknown). Numbers go to partitions by
+/// `number % partitions`, so one partition's share of a transaction is every
+/// `partitions`-th number; the client's resend of that partition's pending batch reads back as
+/// a range per number, which is one finding, listed once. The own client's and the
+/// sabotage's ranges are listed as before.
+fn joins_stride(
+    entry: &Attributed<DuplicateEntry>,
+    next: &Attributed<DuplicateEntry>,
+    ctx: &Context,
+) -> bool {
+    ctx.client.is_some()
+        && entry.cause != Cause::Sabotage
+        && entry.attempts.len() == 1
         && entry.attempts == next.attempts
         && entry.cause == next.cause
         && entry.explanation == next.explanation

@@ -330,10 +330,10 @@ pub struct DuplicateEntry {
     )]
     pub message_ids: BTreeMap<u64, Vec<MsgId>>,
     /// The duplicated ranges when they are not contiguous (`[start, end)` is then their hull),
-    /// joined into one entry because the same transaction(s) carried them and they have one
-    /// cause, explanation and copy count: one partition's share of a transaction (every
-    /// `partitions`-th number) that a client's resend stored twice. Empty: every number of
-    /// `[start, end)` is duplicated.
+    /// joined into one entry because, in a run through an official client, the same one
+    /// transaction carried them and they have one cause, explanation and copy count: one
+    /// partition's share of a transaction (every `partitions`-th number) that the client's
+    /// resend stored twice. Empty: every number of `[start, end)` is duplicated.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranges: Vec<Span>,
 }

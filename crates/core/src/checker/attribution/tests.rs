@@ -445,3 +445,25 @@ fn a_contiguous_duplicate_has_no_ranges() {
     let json = serde_json::to_value(&v).unwrap();
     assert!(json["duplicates"][0].get("ranges").is_none(), "{json}");
 }
+
+/// The own client's (and the sabotage's) ranges are listed one by one, as before: only a
+/// foreign client's resend inside one transaction is joined.
+#[test]
+fn strided_duplicates_of_the_own_client_stay_one_range_each() {
+    let h = vec![
+        opened(0, 1, T1, vec![(0, 100)], None),
+        outcome(
+            1,
+            1,
+            T1,
+            Outcome::Committed,
+            "END_TXN COMMIT answered success",
+        ),
+        finished(2, true),
+    ];
+    let read: Vec<u64> = (0..100).chain((0..100).step_by(4)).collect();
+    let v = verdict(tally_of(100, &read), Some(ok(h)), &Context::default());
+    assert_eq!(v.duplicates.len(), 25);
+    assert!(v.duplicates.iter().all(|d| d.what.ranges.is_empty()));
+    assert!(v.duplicates.iter().all(|d| d.cause == Cause::Pulsar));
+}
