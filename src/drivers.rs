@@ -63,4 +63,8 @@ pub enum DriverError {
     },
     #[error("the {client} driver ended: {message}")]
     Gone { client: String, message: String },
+    /// The driver answered `hello`, but its client could not `connect`: the workload's words
+    /// (`<client> client: connect failed: <its answer>`).
+    #[error("{message}")]
+    Connect { message: String },
 }

@@ -18,6 +18,7 @@ mod phases;
 mod resume;
 mod stuck;
 mod supervisor;
+mod unstarted;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

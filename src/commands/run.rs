@@ -167,13 +167,9 @@ pub fn print_verdict(v: &Verdict, reproduce: Option<&str>) {
         }
     }
     for d in v.duplicates.iter().take(20) {
-        let span = checker::Span {
-            start: d.what.start,
-            end: d.what.end,
-        };
         println!(
-            "  duplicated {span} x{} [cause: {}]: {}",
-            d.what.copies, d.cause, d.explanation
+            "  duplicated {} x{} [cause: {}]: {}",
+            d.what, d.what.copies, d.cause, d.explanation
         );
         for e in d.evidence.iter().take(4) {
             println!("    evidence: {e}");

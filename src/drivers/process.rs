@@ -171,10 +171,17 @@ impl Driver {
             pid,
         };
         // A JVM starts in about a second; a minute covers a loaded machine.
-        let hello = driver
+        let hello = match driver
             .call("hello", Map::new(), Duration::from_secs(60))
             .await
-            .map_err(|a| start_err(a.to_string()))?;
+        {
+            Ok(hello) => hello,
+            Err(a) => {
+                // Not left behind: one that still runs (a hung JVM) is killed.
+                driver.close(Duration::from_secs(2)).await;
+                return Err(start_err(a.to_string()));
+            }
+        };
         let field = |k: &str| {
             hello
                 .get(k)

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use super::fmt::{esc, fmt_n};
 use super::TABLE_CAP;
 use crate::brokerlog::{BrokerLine, TxnLog};
-use crate::checker::{Span, Verdict};
+use crate::checker::Verdict;
 use crate::history::TxnId;
 
 /// Quoted broker log lines, one a line with its place (`logs/standalone.log:599`), time and
@@ -150,10 +150,6 @@ pub(super) fn anomalies_section(h: &mut String, v: &Verdict) {
                 break;
             }
             rows += 1;
-            let span = Span {
-                start: d.what.start,
-                end: d.what.end,
-            };
             let mut ids = String::new();
             for (value, list) in d.what.message_ids.iter().take(3) {
                 let list: Vec<String> = list.iter().map(|i| i.to_string()).collect();
@@ -162,8 +158,8 @@ pub(super) fn anomalies_section(h: &mut String, v: &Verdict) {
             w!(
                 h,
                 "<tr><td><span class=\"pill duplicated\">duplicated</span></td><td class=\"wrap\"><code>{}</code>{ids}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&span.to_string()),
-                fmt_n(span.len()),
+                esc(&d.what.to_string()),
+                fmt_n(d.what.numbers()),
                 d.what.copies,
                 attempt_links(&d.attempts),
                 cause_cell(d.cause, &d.explanation, &d.evidence, &d.broker_log, &mut shown)

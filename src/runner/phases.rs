@@ -76,8 +76,25 @@ pub(super) async fn execute(
             ReplyLossProxy::new(history.clone(), addressing)
         });
     let mut cfg = producer_config(req, info, &proxy);
+    // A driver that cannot start or connect is the harness's gap: the run is judged without
+    // a workload (INCONCLUSIVE), as one whose driver ends mid-run.
+    let unstarted = || super::unstarted::Unstarted {
+        req,
+        dir,
+        info,
+        env,
+        plan,
+        history: &history,
+        history_path: &history_path,
+        proxy: &proxy,
+        started,
+    };
     if let Some(built) = client {
-        cfg.driver = Some(start_driver(built, dir, &history).await?);
+        match start_driver(built, dir, &history).await {
+            Ok(d) => cfg.driver = Some(d),
+            Err(Error::Driver(e)) => return unstarted().finish(e, None).await,
+            Err(e) => return Err(e),
+        }
         if let Some(p) = &proxy {
             // An official client cannot be asked to dial through the proxy: it is given the
             // service URL's listener, and the proxy routes the brokers its lookups name. The
@@ -90,10 +107,17 @@ pub(super) async fn execute(
             cfg.dial = None;
         }
     }
+    let handle = cfg.driver.clone();
     let producer = match &w.transform {
-        None => Driver::Produce(
-            connect_producer(cfg, env, &admin, journal, &history, first_attempt, resuming).await?,
-        ),
+        None => {
+            match connect_producer(cfg, env, &admin, journal, &history, first_attempt, resuming)
+                .await
+            {
+                Ok(p) => Driver::Produce(p),
+                Err(Error::Driver(e)) => return unstarted().finish(e, handle).await,
+                Err(e) => return Err(e),
+            }
+        }
         Some(_) => {
             start_transform(TransformStart {
                 scenario: &req.scenario,
@@ -437,7 +461,12 @@ async fn connect_producer(
         first_attempt,
     )
     .await
-    .map_err(|e| Error::Pulsar(format!("cannot start the producer: {e}")))?;
+    .map_err(|e| match e {
+        workload::WorkloadError::Driver(message) => {
+            Error::Driver(crate::drivers::DriverError::Connect { message })
+        }
+        e => Error::Pulsar(format!("cannot start the producer: {e}")),
+    })?;
     if resuming {
         producer
             .resume()
@@ -530,7 +559,7 @@ async fn heal(
 }
 
 /// `producer.json`: the producer's throughput and outcome counts.
-fn write_producer_json(
+pub(super) fn write_producer_json(
     dir: &RunDir,
     report: &workload::Report,
     stats: &Stats,
@@ -561,7 +590,7 @@ fn write_producer_json(
 }
 
 /// The producer's outcome in one line on stderr.
-fn print_producer(report: &workload::Report) {
+pub(super) fn print_producer(report: &workload::Report) {
     eprintln!(
         "producer: {} committed, {} aborted, {} ambiguous transaction(s); {} messages committed in {:.1}s ({})",
         report.stats.committed,
@@ -600,19 +629,19 @@ async fn ready_again(c: &crate::cluster::Cluster, sup: Option<&Supervisor>) -> R
 }
 
 /// The read-back and what held it.
-struct Read {
-    rb: Readback,
+pub(super) struct Read {
+    pub(super) rb: Readback,
     /// What still held the topic when the wait (and every remedy) ran out.
-    incomplete: Option<String>,
-    stuck_reads: Option<crate::stuck::StuckReads>,
+    pub(super) incomplete: Option<String>,
+    pub(super) stuck_reads: Option<crate::stuck::StuckReads>,
     /// A transform run: the input subscription's backlog.
-    consumer: Option<crate::checker::ConsumerEvidence>,
+    pub(super) consumer: Option<crate::checker::ConsumerEvidence>,
 }
 
 /// Wait out open transactions (when the wait runs out: diagnose and try the remedies), then
 /// read back. Returns the read-back, what still held the topic when nothing healed it, and the
 /// stuck reads found.
-async fn settle_and_read(
+pub(super) async fn settle_and_read(
     dir: &RunDir,
     env: &Env,
     admin: &Admin,
@@ -678,7 +707,7 @@ async fn settle_and_read(
 
 /// The topic's partitions (name, index; -1 for a topic that is not partitioned), as the
 /// broker reports them.
-async fn topic_partitions(env: &Env, info: &RunInfo) -> Result<Vec<(String, i32)>> {
+pub(super) async fn topic_partitions(env: &Env, info: &RunInfo) -> Result<Vec<(String, i32)>> {
     let client = crate::txn::Client::new(&env.service_url, Duration::from_secs(10));
     let parts = crate::readback::partitions_of(&client, &info.topic)
         .await
@@ -691,7 +720,7 @@ async fn topic_partitions(env: &Env, info: &RunInfo) -> Result<Vec<(String, i32)
 /// verdict; for a run that did not pass in a cluster of the harness, the brokers' lines about
 /// the anomalies' transactions are quoted in it.
 #[allow(clippy::too_many_arguments)]
-async fn judge(
+pub(super) async fn judge(
     req: &Request,
     dir: &RunDir,
     info: &RunInfo,

@@ -262,6 +262,78 @@ fn a_killed_driver_is_the_harness_s_gap_and_a_killed_harness_resumes_with_a_new_
     assert_ne!(driver_pid(&rd), Some(first));
 }
 
+/// A driver that cannot start once the cluster is up is the harness's gap: a run directory
+/// with an INCONCLUSIVE verdict (exit 4), every number `harness` (never sent), the reason
+/// quoting the driver's last log lines, and the run's containers removed.
+///
+/// The cause is one a user hits: the JDK's launcher reads `JDK_JAVA_OPTIONS` from the
+/// environment (JDK 9 and newer), and a JVM given an option it does not know refuses to start
+/// ("Unrecognized VM option"). The driver is built first without it (Maven runs on the same
+/// JVM, and a build that cannot happen is a refusal before the cluster, not this case).
+#[test]
+fn a_driver_that_cannot_start_is_inconclusive_with_its_last_log_lines() {
+    let dir = tmpdir("clients-unstarted");
+    let s = write(
+        &dir,
+        "driver-refused.yaml",
+        &format!(
+            "name: driver-refused\n{}workload:\n  topic: persistent://public/default/driver-refused\n  partitions: 2\n  messages: 500\n  txn_size: 50\n  client: java\n",
+            standalone_cluster_yaml()
+        ),
+    );
+    let scenario = pulsar_chaos::scenario::load(&s).unwrap();
+    rt().block_on(pulsar_chaos::runner::build_client(&scenario))
+        .unwrap()
+        .expect("a java driver");
+    let out_dir = dir.join("runs");
+    let out = Command::new(BIN)
+        .args(run_args(&s, 35, &out_dir, &[]))
+        .env("JDK_JAVA_OPTIONS", "-XX:+PulsarChaosNoSuchOption")
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(4), "{t}");
+    let rd = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap_or_else(|| panic!("no run directory: {t}"));
+    let v = verdict(&rd);
+    assert_eq!(v["status"], "inconclusive", "{v}");
+    let reasons = v["reasons"].to_string();
+    assert!(reasons.contains("cannot start the java"), "{reasons}");
+    assert!(
+        reasons.contains("Unrecognized VM option 'PulsarChaosNoSuchOption'"),
+        "{reasons}"
+    );
+    let missing = v["missing"].as_array().unwrap();
+    assert!(!missing.is_empty(), "{v}");
+    for a in missing {
+        assert_eq!(a["cause"], "harness", "{a}");
+        assert!(
+            a["explanation"]
+                .as_str()
+                .unwrap()
+                .contains("the harness never sent them"),
+            "{a}"
+        );
+    }
+    assert_eq!(v["graded"]["by_cause"]["harness"]["numbers"], 500, "{v}");
+    assert!(v["duplicates"].as_array().unwrap().is_empty(), "{v}");
+    let log = std::fs::read_to_string(rd.join("driver.log")).unwrap();
+    assert!(log.contains("Unrecognized VM option"), "{log}");
+    // Nothing was produced, and nothing of the run is left.
+    assert_eq!(count(&rd, "txn_opened", ""), 0);
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(rd.join("run.json")).unwrap()).unwrap();
+    let run_id = info["run_id"].as_str().unwrap().to_string();
+    assert_eq!(rt().block_on(leftovers(&run_id)), (0, 0, 0));
+    // The verdict is derived from what was stored, as any run's (recheck exits with it).
+    let o = run(&["recheck", rd.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    assert!(text(&o).contains("verdict.json reproduced"), "{}", text(&o));
+}
+
 #[test]
 fn client_keys_that_do_not_fit_exit_2_with_file_line_and_column() {
     let dir = tmpdir("clients-bad");

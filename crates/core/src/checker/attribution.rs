@@ -101,6 +101,15 @@ pub(super) fn grade_duplicates(
     graded: &mut Graded,
 ) -> Vec<Attributed<DuplicateEntry>> {
     let mut listed = Vec::new();
+    let mut list = |a: Attributed<DuplicateEntry>, graded: &mut Graded| {
+        graded.count(a.cause, a.what.numbers(), false);
+        if listed.len() < LIST_CAP {
+            listed.push(a);
+        }
+    };
+    // The entry being built: ranges of the same transactions, cause, explanation and copies
+    // are one entry even when they are not contiguous (`joins_stride`).
+    let mut open: Option<Attributed<DuplicateEntry>> = None;
     for d in spans {
         let parts = join_alike(idx.pieces(d.start, d.end), |s, e| {
             let piece = DupSpan {
@@ -111,14 +120,43 @@ pub(super) fn grade_duplicates(
             attributed_duplicate(&piece, idx, view, ctx)
         });
         for a in parts {
-            graded.count(a.cause, a.what.end - a.what.start, false);
-            if listed.len() < LIST_CAP {
-                listed.push(a);
+            match &mut open {
+                Some(o) if joins_stride(o, &a, ctx) => o.what.join(a.what),
+                _ => {
+                    if let Some(o) = open.replace(a) {
+                        list(o, graded);
+                    }
+                }
             }
         }
     }
+    if let Some(o) = open {
+        list(o, graded);
+    }
     graded.unlisted_duplicates = graded.duplicate_ranges.saturating_sub(listed.len() as u64);
     listed
+}
+
+/// Whether `next` (the duplicate range after `entry`, not touching it) is one finding with
+/// `entry`: in a run through an official client, the one transaction that carried both, with
+/// the same cause, explanation and copy count (`client_resend`'s domain: the client library's
+/// own resend, Pulsar's with deduplication on, or unknown). Numbers go to partitions by
+/// `number % partitions`, so one partition's share of a transaction is every
+/// `partitions`-th number; the client's resend of that partition's pending batch reads back as
+/// a range per number, which is one finding, listed once. The own client's and the
+/// sabotage's ranges are listed as before.
+fn joins_stride(
+    entry: &Attributed<DuplicateEntry>,
+    next: &Attributed<DuplicateEntry>,
+    ctx: &Context,
+) -> bool {
+    ctx.client.is_some()
+        && entry.cause != Cause::Sabotage
+        && entry.attempts.len() == 1
+        && entry.attempts == next.attempts
+        && entry.cause == next.cause
+        && entry.explanation == next.explanation
+        && entry.what.copies == next.what.copies
 }
 
 /// Attribute each piece, then join neighbours of the same cause when the joined range,
@@ -210,6 +248,7 @@ fn attributed_duplicate(
             end: d.end,
             copies: d.copies,
             message_ids,
+            ranges: Vec::new(),
         },
         attempts: recs.iter().map(|a| a.attempt).collect(),
         cause,
@@ -271,10 +310,27 @@ fn confirmed_committed(a: &AttemptRecord) -> bool {
     a.outcome == Some(Outcome::Committed) || a.resolved == Some(Outcome::Committed)
 }
 
-/// What showed each committed attempt committed, in words: the coordinator's own answer, or
-/// the later check that resolved it (a retried commit's answer, a read-back that found its
-/// messages), as the history recorded it.
-fn committed_evidence(committed: &[&AttemptRecord]) -> String {
+/// What the harness saw when a commit succeeded, for the run's client: the own client sees
+/// the coordinator's END_TXN answer on the wire; through an official client's driver only the
+/// client's own call is seen, returning normally (what it did on the wire is its own).
+fn commit_success_seen(client: Option<&str>) -> String {
+    match client.and_then(crate::clients::ClientKind::parse) {
+        None | Some(crate::clients::ClientKind::Own) => {
+            "confirmed committed by the coordinator (END_TXN COMMIT answered success)".into()
+        }
+        Some(crate::clients::ClientKind::Java) => {
+            "confirmed committed by the java client (its commit() completed normally)".into()
+        }
+        Some(crate::clients::ClientKind::Go) => {
+            "confirmed committed by the go client (its Commit() returned no error)".into()
+        }
+    }
+}
+
+/// What showed each committed attempt committed, in words: the commit's own answer as the
+/// run's client gave it (`commit_success_seen`), or the later check that resolved it (a
+/// retried commit's answer, a read-back that found its messages), as the history recorded it.
+fn committed_evidence(committed: &[&AttemptRecord], ctx: &Context) -> String {
     let (answered, found): (Vec<&AttemptRecord>, Vec<&AttemptRecord>) = committed
         .iter()
         .copied()
@@ -282,8 +338,9 @@ fn committed_evidence(committed: &[&AttemptRecord]) -> String {
     let mut parts = Vec::new();
     if !answered.is_empty() {
         parts.push(format!(
-            "transaction {} was confirmed committed by the coordinator (END_TXN COMMIT answered success)",
-            ids(&answered)
+            "transaction {} was {}",
+            ids(&answered),
+            commit_success_seen(ctx.client.as_ref().map(|c| c.client.as_str()))
         ));
     }
     for a in found {
@@ -329,7 +386,7 @@ fn attribute_missing(records: &[&AttemptRecord], span: Span, ctx: &Context) -> (
     if !committed.is_empty() {
         let mut why = format!(
             "{}, yet its numbers are not readable: Pulsar lost committed data",
-            committed_evidence(&committed)
+            committed_evidence(&committed, ctx)
         );
         // What the brokers' own lines say happened to it (quoted, never a cause by itself).
         for known in committed.iter().filter_map(|a| {

@@ -329,6 +329,85 @@ pub struct DuplicateEntry {
         deserialize_with = "value_keys"
     )]
     pub message_ids: BTreeMap<u64, Vec<MsgId>>,
+    /// The duplicated ranges when they are not contiguous (`[start, end)` is then their hull),
+    /// joined into one entry because, in a run through an official client, the same one
+    /// transaction carried them and they have one cause, explanation and copy count: one
+    /// partition's share of a transaction (every `partitions`-th number) that the client's
+    /// resend stored twice. Empty: every number of `[start, end)` is duplicated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranges: Vec<Span>,
+}
+
+impl DuplicateEntry {
+    /// How many numbers are duplicated.
+    pub fn numbers(&self) -> u64 {
+        if self.ranges.is_empty() {
+            self.end - self.start
+        } else {
+            self.ranges.iter().map(Span::len).sum()
+        }
+    }
+
+    /// Join `next` (after this entry, not overlapping it) into this one.
+    pub(super) fn join(&mut self, next: DuplicateEntry) {
+        let mut ranges = std::mem::take(&mut self.ranges);
+        if ranges.is_empty() {
+            ranges.push(Span {
+                start: self.start,
+                end: self.end,
+            });
+        }
+        match next.ranges.is_empty() {
+            true => ranges.push(Span {
+                start: next.start,
+                end: next.end,
+            }),
+            false => ranges.extend(next.ranges),
+        }
+        // Neighbours that touch are one range.
+        let mut joined: Vec<Span> = Vec::with_capacity(ranges.len());
+        for r in ranges {
+            match joined.last_mut() {
+                Some(last) if last.end == r.start => last.end = r.end,
+                _ => joined.push(r),
+            }
+        }
+        self.end = next.end;
+        self.message_ids.extend(next.message_ids);
+        self.ranges = if joined.len() > 1 { joined } else { Vec::new() };
+    }
+}
+
+/// The numbers of a duplicate entry in words: `[0, 10)`, or for an entry of ranges that are
+/// not contiguous its count and the ranges, the middle ones elided past eight:
+/// `25 numbers of [88202, 88299): 88202, 88206, …, 88298`.
+impl fmt::Display for DuplicateEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hull = Span {
+            start: self.start,
+            end: self.end,
+        };
+        if self.ranges.is_empty() {
+            return write!(f, "{hull}");
+        }
+        let shown: Vec<String> = if self.ranges.len() <= 8 {
+            self.ranges.iter().map(Span::to_string).collect()
+        } else {
+            let r = &self.ranges;
+            vec![
+                r[0].to_string(),
+                r[1].to_string(),
+                "…".to_string(),
+                r[r.len() - 1].to_string(),
+            ]
+        };
+        write!(
+            f,
+            "{} numbers of {hull}: {}",
+            self.numbers(),
+            shown.join(", ")
+        )
+    }
 }
 
 /// The values of `message_ids` as JSON writes them, as strings. `DuplicateEntry` is read

@@ -315,3 +315,155 @@ fn a_duplicate_within_one_transaction_of_an_official_client_is_graded_by_the_ded
     let own = grade(&twice(), h, &Context::default());
     assert_eq!(own.duplicates[0].cause, Cause::Pulsar);
 }
+
+fn client_ctx(client: &str, dedup: Option<bool>) -> Context {
+    Context {
+        client: Some(crate::checker::ClientContext {
+            client: client.into(),
+            deduplication: dedup,
+            evidence: "the partitions' stats say deduplicationStatus partition 0: Disabled".into(),
+        }),
+        ..Context::default()
+    }
+}
+
+/// A lost commit says what the harness saw of the commit with the run's client: the
+/// coordinator's END_TXN answer for the own client, the client's own call for an official one
+/// (whose wire the harness does not see).
+#[test]
+fn a_lost_commit_says_what_was_seen_of_the_commit_with_each_client() {
+    let h: Vec<Event> = committed_0_to_10(5)
+        .into_iter()
+        .chain([finished(6, true)])
+        .collect();
+    let lost = |ctx: &Context| {
+        let v = grade(&(5..10).collect::<Vec<_>>(), h.clone(), ctx);
+        assert_eq!(v.status, Status::Violation);
+        assert_eq!(v.missing[0].cause, Cause::Pulsar);
+        v.missing[0].explanation.clone()
+    };
+    let own = lost(&Context::default());
+    assert!(
+        own.starts_with("transaction #1 (0,1) was confirmed committed by the coordinator (END_TXN COMMIT answered success), yet its numbers are not readable"),
+        "{own}"
+    );
+    let java = lost(&client_ctx("java", Some(false)));
+    assert!(
+        java.starts_with("transaction #1 (0,1) was confirmed committed by the java client (its commit() completed normally), yet its numbers are not readable"),
+        "{java}"
+    );
+    let go = lost(&client_ctx("go", Some(false)));
+    assert!(
+        go.starts_with("transaction #1 (0,1) was confirmed committed by the go client (its Commit() returned no error), yet its numbers are not readable"),
+        "{go}"
+    );
+    for e in [&java, &go] {
+        assert!(!e.contains("END_TXN"), "{e}");
+    }
+    // `client: own` in the context (not written by the runner, but a valid name) is the own.
+    assert_eq!(lost(&client_ctx("own", None)), own);
+}
+
+/// One partition's share of a committed transaction (numbers go to partition `n % 4`, so
+/// every 4th number) stored twice by the client's resend is one entry with its ranges, not a
+/// range per number; contiguous stretches inside it are joined; another transaction's share
+/// is an entry of its own.
+#[test]
+fn a_client_resend_of_one_partitions_share_is_one_entry() {
+    let t2 = TxnId { most: 0, least: 2 };
+    let h = vec![
+        opened(0, 1, T1, vec![(0, 100)], None),
+        outcome(
+            1,
+            1,
+            T1,
+            Outcome::Committed,
+            "java client: commit() completed normally",
+        ),
+        opened(2, 2, t2, vec![(100, 200)], None),
+        outcome(
+            3,
+            2,
+            t2,
+            Outcome::Committed,
+            "java client: commit() completed normally",
+        ),
+        finished(4, true),
+    ];
+    // Transaction 1: partition 2's share, and numbers 40, 41 (partitions 0 and 1 of one
+    // batch) besides: [40, 42) is contiguous. Transaction 2: partition 3's share.
+    let mut dups: Vec<u64> = (0..100).step_by(4).map(|n| n + 2).collect();
+    dups.extend([40, 41]);
+    dups.extend((100..200).step_by(4).map(|n| n + 3));
+    let read: Vec<u64> = (0..200).chain(dups.iter().copied()).collect();
+    let v = verdict(
+        tally_of(200, &read),
+        Some(ok(h)),
+        &client_ctx("java", Some(false)),
+    );
+    assert_eq!(v.status, Status::Violation);
+    assert_eq!(v.duplicates.len(), 2, "{:?}", v.duplicates);
+    let (a, b) = (&v.duplicates[0], &v.duplicates[1]);
+    assert_eq!(
+        (a.cause, b.cause),
+        (Cause::ClientResend, Cause::ClientResend)
+    );
+    assert_eq!(a.attempts, vec![1]);
+    assert_eq!(b.attempts, vec![2]);
+    assert_eq!((a.what.start, a.what.end), (2, 99));
+    assert_eq!(a.what.numbers(), 27);
+    let spans: Vec<(u64, u64)> = a.what.ranges.iter().map(|s| (s.start, s.end)).collect();
+    assert_eq!(spans.len(), 25, "{spans:?}");
+    assert_eq!(&spans[..3], &[(2, 3), (6, 7), (10, 11)]);
+    assert!(spans.contains(&(40, 43)), "{spans:?}");
+    assert_eq!(a.what.to_string(), "27 numbers of [2, 99): 2, 6, …, 98");
+    assert_eq!((b.what.start, b.what.end, b.what.numbers()), (103, 200, 25));
+    // Graded as two ranges of 52 numbers.
+    let c = &v.graded.by_cause[&Cause::ClientResend];
+    assert_eq!((c.ranges, c.numbers), (2, 52));
+    assert_eq!(v.graded.duplicate_ranges, 2);
+    // verdict.json: the ranges, and it reads back.
+    let json = serde_json::to_value(&v).unwrap();
+    assert_eq!(json["duplicates"][0]["ranges"][0]["start"], 2, "{json}");
+    assert!(json["duplicates"][0].get("ranges").is_some());
+    let back: crate::checker::Verdict = serde_json::from_value(json).unwrap();
+    assert_eq!(back.duplicates, v.duplicates);
+}
+
+/// A contiguous duplicate keeps its one range and no `ranges` key, as before.
+#[test]
+fn a_contiguous_duplicate_has_no_ranges() {
+    let h = vec![
+        opened(0, 1, T1, vec![(0, 10)], None),
+        outcome(1, 1, T1, Outcome::Committed, "ok"),
+        finished(2, true),
+    ];
+    let v = grade(&twice(), h, &client_ctx("go", Some(false)));
+    assert_eq!(v.duplicates.len(), 1);
+    assert!(v.duplicates[0].what.ranges.is_empty());
+    assert_eq!(v.duplicates[0].what.to_string(), "[0, 10)");
+    let json = serde_json::to_value(&v).unwrap();
+    assert!(json["duplicates"][0].get("ranges").is_none(), "{json}");
+}
+
+/// The own client's (and the sabotage's) ranges are listed one by one, as before: only a
+/// foreign client's resend inside one transaction is joined.
+#[test]
+fn strided_duplicates_of_the_own_client_stay_one_range_each() {
+    let h = vec![
+        opened(0, 1, T1, vec![(0, 100)], None),
+        outcome(
+            1,
+            1,
+            T1,
+            Outcome::Committed,
+            "END_TXN COMMIT answered success",
+        ),
+        finished(2, true),
+    ];
+    let read: Vec<u64> = (0..100).chain((0..100).step_by(4)).collect();
+    let v = verdict(tally_of(100, &read), Some(ok(h)), &Context::default());
+    assert_eq!(v.duplicates.len(), 25);
+    assert!(v.duplicates.iter().all(|d| d.what.ranges.is_empty()));
+    assert!(v.duplicates.iter().all(|d| d.cause == Cause::Pulsar));
+}

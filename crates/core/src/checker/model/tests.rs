@@ -67,6 +67,16 @@ fn a_duplicate_with_its_message_ids_reads_back_through_attributed() {
             message_ids: [(300, vec![id(1), id(7)]), (301, vec![id(2), id(8)])]
                 .into_iter()
                 .collect(),
+            ranges: vec![
+                Span {
+                    start: 300,
+                    end: 302,
+                },
+                Span {
+                    start: 399,
+                    end: 400,
+                },
+            ],
         },
         attempts: vec![7, 11],
         cause: Cause::default(),
