@@ -263,10 +263,16 @@ fn a_killed_driver_is_the_harness_s_gap_and_a_killed_harness_resumes_with_a_new_
 }
 
 /// Consume-transform-produce through each official client (its consumers, its transactional
-/// acknowledgements, its sends and commits): 2,000 numbers on 2 partitions, batched input
-/// entries, 2 workers on a Shared subscription. Passes with the same checks as the own
-/// client's smoke, and an independent read finds the output [0, 2000) exactly once and the
-/// input subscription's backlog 0.
+/// acknowledgements, its sends and commits): 2,000 numbers on 2 partitions, 2 workers on a
+/// Shared subscription. Passes with the same checks as the own client's smoke, and an
+/// independent read finds the output [0, 2000) exactly once and the input subscription's
+/// backlog 0. Unbatched, as the own client's smoke: batched inputs meet the broker's
+/// batch-member conflict finding (docs/findings/transform-batch-member-conflict.md; the Java
+/// client hit it too, one input committed twice). Java with every 5th attempt aborted on
+/// purpose (through the client; the broker hands its inputs back). Go without aborts: v0.19.0
+/// leaves the transaction id out of the message metadata, so an aborted transaction's messages
+/// are readable (apache/pulsar-client-go#1498), which the checker rightly fails (docs/drivers.md,
+/// Go notes).
 #[test]
 fn java_and_go_pass_a_transform_smoke_with_an_independent_readback() {
     use pulsar_chaos::admin::Admin;
@@ -277,12 +283,15 @@ fn java_and_go_pass_a_transform_smoke_with_an_independent_readback() {
     let urls = urls(&tc);
     let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
     let admin = Admin::new(&tc.cluster.brokers()[0].admin_url);
-    for client in ["java", "go"] {
+    for (client, extra) in [
+        ("java", "  batch_size: 1\n  abort_every: 5\n"),
+        ("go", "  batch_size: 1\n"),
+    ] {
         let name = format!("{client}-transform");
         let s = write(
             &dir,
             &format!("{name}.yaml"),
-            &format!("name: {name}\nworkload:\n  kind: transform\n  topic: persistent://public/default/{name}\n  partitions: 2\n  messages: 2000\n  txn_size: 10\n  batch_size: 10\n  consumers: 2\n  subscription_type: shared\n  client: {client}\n  deadline: 4m\n"),
+            &format!("name: {name}\nworkload:\n  kind: transform\n  topic: persistent://public/default/{name}\n  partitions: 2\n  messages: 2000\n  txn_size: 10\n  consumers: 2\n  subscription_type: shared\n  client: {client}\n  deadline: 4m\n{extra}"),
         );
         let o = run_scenario(&s, 31, &dir, &urls);
         let t = text(&o);
@@ -295,6 +304,13 @@ fn java_and_go_pass_a_transform_smoke_with_an_independent_readback() {
             consumer["transactions"].as_u64().unwrap() >= 200,
             "{client}: {consumer}"
         );
+        if client == "java" {
+            // The deliberate aborts' inputs came again.
+            assert!(
+                consumer["inputs_redelivered"].as_u64().unwrap() > 0,
+                "{client}: {consumer}"
+            );
+        }
         // Every commit and every acknowledgement was the client's.
         let h = history(&rd);
         let committed: Vec<&serde_json::Value> = h
