@@ -11,7 +11,7 @@ mod process;
 use std::path::PathBuf;
 
 pub use build::{build, Built};
-pub use process::{tail, Answer, ConnectArgs, Driver, Hello};
+pub use process::{tail, Answer, ConnectArgs, Driver, Hello, SubscribeArgs};
 
 pub use crate::clients::{ClientError, ClientKind};
 

@@ -33,6 +33,7 @@ mod fill;
 mod probe;
 pub mod restart;
 mod resume;
+mod source;
 mod worker;
 
 use std::collections::BTreeSet;
@@ -68,6 +69,8 @@ pub enum TransformError {
     Journal(#[from] crate::journal::JournalError),
     #[error("the history failed: {0}")]
     History(#[from] crate::history::HistoryError),
+    #[error("{0}")]
+    Driver(String),
 }
 
 /// What the transform is to do.
@@ -94,6 +97,9 @@ pub struct Config {
     /// Where the connections go (a `reply_loss` fault's proxy); `None`: straight to the
     /// brokers.
     pub dial: Option<crate::workload::Dialer>,
+    /// The official client the transform goes through (docs/drivers.md): its consumers,
+    /// acknowledgements, sends and transactions; `None`: the harness's own client.
+    pub driver: Option<crate::workload::DriverHandle>,
 }
 
 /// The consumer side's counters (the transaction counts are `Stats`'s).
@@ -122,6 +128,9 @@ pub const PROBE_MAX: u32 = 10;
 /// The transform of a run.
 pub struct Transformer {
     cfg: Config,
+    /// The official client's driver; with one, `client` and `tcs` serve only a resume's
+    /// aborts of journaled transactions, and `producers` is empty.
+    driver: Option<Arc<crate::drivers::Driver>>,
     client: Arc<Client>,
     tcs: Arc<Coordinators>,
     producers: Vec<Arc<PartitionProducer>>,
@@ -179,10 +188,38 @@ impl Transformer {
             &cfg.topic,
             cfg.partitions,
             &format!("{}-out", cfg.name),
-            crate::txn::ProducerMode::Transactional,
+            if cfg.driver.is_some() {
+                crate::txn::ProducerMode::None
+            } else {
+                crate::txn::ProducerMode::Transactional
+            },
         )
         .await?;
+        let driver = cfg.driver.as_ref().map(|d| d.0.clone());
+        if let Some(d) = &driver {
+            d.connect(
+                &crate::drivers::ConnectArgs {
+                    service_url,
+                    topic: &cfg.topic,
+                    partitions: cfg.partitions,
+                    op_timeout: cfg.op_timeout,
+                    batch_size: cfg.batch_size,
+                    message_size: cfg.message_size,
+                    transactions: true,
+                    producer_name: &format!("{}-out", cfg.name),
+                },
+                cfg.op_timeout * 3 + Duration::from_secs(30),
+            )
+            .await
+            .map_err(|a| {
+                TransformError::Driver(format!("{} client: connect failed: {a}", d.kind))
+            })?;
+            history.record(EventBody::Note {
+                message: format!("transform through the {} client: the conflict probe is the own client's only (it registers the subscription with ADD_SUBSCRIPTION_TO_TXN before its ACK) and is not run", d.kind),
+            });
+        }
         Ok(Transformer {
+            driver,
             input_partitions: partition_names(&cfg.input, cfg.partitions),
             client,
             tcs: Arc::new(tcs),
@@ -240,6 +277,9 @@ impl Transformer {
 
     /// Close connections.
     pub async fn close(&self) {
+        if let Some(d) = &self.driver {
+            d.close(Duration::from_secs(10)).await;
+        }
         self.client.close_all().await;
     }
 

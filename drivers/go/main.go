@@ -52,6 +52,23 @@ type request struct {
 	Txn          json.RawMessage `json:"txn"`
 	Partition    int             `json:"partition"`
 	Numbers      []uint64        `json:"numbers"`
+	Subscription string          `json:"subscription"`
+	SubType      string          `json:"sub_type"`
+	ConsumerName string          `json:"consumer_name"`
+	ReceiverQ    int             `json:"receiver_queue"`
+	Consumer     int64           `json:"consumer"`
+	Max          int             `json:"max"`
+	WaitMs       int64           `json:"wait_ms"`
+	IDs          [][]int64       `json:"ids"`
+}
+
+// input is a consumer the driver subscribed, and the messages it received that are neither
+// acknowledged nor handed back (by "ledger:entry:batch_index"), for ack and nack to find the
+// client's own Message.
+type input struct {
+	consumer pulsar.Consumer
+	mu       sync.Mutex
+	held     map[string]pulsar.Message
 }
 
 type errorBody struct {
@@ -80,11 +97,15 @@ type driver struct {
 	txns  map[txnKey]pulsar.Transaction
 	ended []txnKey // successfully ended, oldest first
 
+	inMu         sync.Mutex
+	inputs       map[int64]*input
+	nextConsumer int64
 }
 
 func main() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	d := &driver{log: logger, out: os.Stdout, txns: make(map[txnKey]pulsar.Transaction)}
+	d := &driver{log: logger, out: os.Stdout, txns: make(map[txnKey]pulsar.Transaction),
+		inputs: make(map[int64]*input)}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
 		line, err := in.ReadBytes('\n')
@@ -159,6 +180,16 @@ func (d *driver) handle(r *request) {
 		d.send(r)
 	case "commit", "abort":
 		d.end(r)
+	case "subscribe":
+		d.subscribe(r)
+	case "receive":
+		d.receive(r)
+	case "ack":
+		d.ack(r)
+	case "nack":
+		d.nack(r)
+	case "close_consumer":
+		d.closeConsumer(r)
 	default:
 		d.fail(r.ID, "BadRequest", fmt.Sprintf("unknown op %q", r.Op), nil)
 	}
@@ -442,6 +473,236 @@ func (d *driver) end(r *request) {
 		d.ended = d.ended[1:]
 	}
 	d.txnMu.Unlock()
+	d.reply(r.ID, nil)
+}
+
+// ---- the consuming side ----
+
+func msgKey(ledger, entry int64, batch int32) string {
+	return fmt.Sprintf("%d:%d:%d", ledger, entry, batch)
+}
+
+func (d *driver) subscribe(r *request) {
+	client, _, ok := d.connected()
+	if !ok {
+		d.fail(r.ID, "BadRequest", "subscribe before connect", nil)
+		return
+	}
+	var t pulsar.SubscriptionType
+	switch r.SubType {
+	case "", "shared":
+		t = pulsar.Shared
+	case "failover":
+		t = pulsar.Failover
+	case "key_shared":
+		t = pulsar.KeyShared
+	case "exclusive":
+		t = pulsar.Exclusive
+	default:
+		d.fail(r.ID, "BadRequest", fmt.Sprintf("unknown sub_type %q", r.SubType), nil)
+		return
+	}
+	q := r.ReceiverQ
+	if q <= 0 {
+		q = 1000
+	}
+	c, err := client.Subscribe(pulsar.ConsumerOptions{
+		Topic:                          r.Topic,
+		SubscriptionName:               r.Subscription,
+		Type:                           t,
+		Name:                           r.ConsumerName,
+		SubscriptionInitialPosition:    pulsar.SubscriptionPositionEarliest,
+		ReceiverQueueSize:              q,
+		AckWithResponse:                true,
+		EnableBatchIndexAcknowledgment: true,
+		NackRedeliveryDelay:            100 * time.Millisecond,
+	})
+	if err != nil {
+		d.failErr(r.ID, err)
+		return
+	}
+	d.inMu.Lock()
+	d.nextConsumer++
+	h := d.nextConsumer
+	d.inputs[h] = &input{consumer: c, held: make(map[string]pulsar.Message)}
+	d.inMu.Unlock()
+	d.log.Info("subscribed", "consumer", h, "topic", r.Topic, "subscription", r.Subscription, "type", r.SubType)
+	d.reply(r.ID, map[string]any{"consumer": h})
+}
+
+// lookupInput answers the request itself (UnknownConsumer) when it returns nil.
+func (d *driver) lookupInput(r *request) *input {
+	d.inMu.Lock()
+	in := d.inputs[r.Consumer]
+	d.inMu.Unlock()
+	if in == nil {
+		d.fail(r.ID, "UnknownConsumer", fmt.Sprintf("the driver has no consumer %d", r.Consumer), nil)
+	}
+	return in
+}
+
+// receive waits up to wait_ms for a first message, then takes what the client has at hand,
+// up to max in all.
+func (d *driver) receive(r *request) {
+	in := d.lookupInput(r)
+	if in == nil {
+		return
+	}
+	max := r.Max
+	if max <= 0 {
+		max = 1
+	}
+	var got []pulsar.Message
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.WaitMs)*time.Millisecond)
+	m, err := in.consumer.Receive(ctx)
+	cancel()
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		d.failErr(r.ID, err)
+		return
+	}
+	if m != nil {
+		got = append(got, m)
+	more:
+		for len(got) < max {
+			select {
+			case cm, ok := <-in.consumer.Chan():
+				if !ok {
+					break more
+				}
+				got = append(got, cm.Message)
+			default:
+				break more
+			}
+		}
+	}
+	out := make([]map[string]any, 0, len(got))
+	in.mu.Lock()
+	for _, m := range got {
+		id := m.ID()
+		in.held[msgKey(id.LedgerID(), id.EntryID(), id.BatchIdx())] = m
+		out = append(out, map[string]any{
+			"id":               []int64{id.LedgerID(), id.EntryID(), int64(id.BatchIdx())},
+			"batch_size":       id.BatchSize(),
+			"payload":          string(m.Payload()),
+			"redelivery_count": m.RedeliveryCount(),
+		})
+	}
+	in.mu.Unlock()
+	d.reply(r.ID, map[string]any{"messages": out})
+}
+
+// held gives the client's own messages of the request's ids: an ack needs every one
+// (UnknownMessage otherwise); a hand-back (take) removes them and skips those not held.
+func (d *driver) heldMessages(r *request, in *input, take bool) ([]pulsar.Message, bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	out := make([]pulsar.Message, 0, len(r.IDs))
+	for _, id := range r.IDs {
+		if len(id) < 3 {
+			d.fail(r.ID, "BadRequest", "an id must be [ledger, entry, batch_index]", nil)
+			return nil, false
+		}
+		k := msgKey(id[0], id[1], int32(id[2]))
+		m, ok := in.held[k]
+		if !ok {
+			if take {
+				continue
+			}
+			d.fail(r.ID, "UnknownMessage", fmt.Sprintf("no message %s received by this consumer", k), nil)
+			return nil, false
+		}
+		if take {
+			delete(in.held, k)
+		}
+		out = append(out, m)
+	}
+	return out, true
+}
+
+// ack acknowledges each id (with AckWithTxn in a transaction), all at once; the first failure
+// is the answer.
+func (d *driver) ack(r *request) {
+	in := d.lookupInput(r)
+	if in == nil {
+		return
+	}
+	txn, ok := d.lookupTxn(r)
+	if !ok {
+		return
+	}
+	msgs, ok := d.heldMessages(r, in, false)
+	if !ok {
+		return
+	}
+	errs := make([]error, len(msgs))
+	var wg sync.WaitGroup
+	for i, m := range msgs {
+		wg.Add(1)
+		go func(i int, m pulsar.Message) {
+			defer wg.Done()
+			if txn != nil {
+				errs[i] = in.consumer.AckWithTxn(m, txn)
+			} else {
+				errs[i] = in.consumer.Ack(m)
+			}
+		}(i, m)
+	}
+	wg.Wait()
+	// An acknowledged message is no longer held (an abort's redelivery brings a new one).
+	in.mu.Lock()
+	for i, m := range msgs {
+		if errs[i] == nil {
+			id := m.ID()
+			delete(in.held, msgKey(id.LedgerID(), id.EntryID(), id.BatchIdx()))
+		}
+	}
+	in.mu.Unlock()
+	for _, e := range errs {
+		if e != nil {
+			d.failErr(r.ID, e)
+			return
+		}
+	}
+	d.reply(r.ID, nil)
+}
+
+// nack hands messages back with the client's Nack (redelivered after NackRedeliveryDelay,
+// 100 ms here); without ids, every message the consumer holds unacknowledged (the Go client
+// has no public redeliverUnacknowledgedMessages).
+func (d *driver) nack(r *request) {
+	in := d.lookupInput(r)
+	if in == nil {
+		return
+	}
+	var msgs []pulsar.Message
+	if len(r.IDs) == 0 {
+		in.mu.Lock()
+		for k, m := range in.held {
+			msgs = append(msgs, m)
+			delete(in.held, k)
+		}
+		in.mu.Unlock()
+	} else {
+		var ok bool
+		if msgs, ok = d.heldMessages(r, in, true); !ok {
+			return
+		}
+	}
+	for _, m := range msgs {
+		in.consumer.Nack(m)
+	}
+	d.reply(r.ID, nil)
+}
+
+func (d *driver) closeConsumer(r *request) {
+	in := d.lookupInput(r)
+	if in == nil {
+		return
+	}
+	d.inMu.Lock()
+	delete(d.inputs, r.Consumer)
+	d.inMu.Unlock()
+	in.consumer.Close()
 	d.reply(r.ID, nil)
 }
 

@@ -16,6 +16,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::history::TxnId;
+use crate::txn::consumer::Received;
 
 use super::{Built, ClientError, ClientKind, DriverError};
 
@@ -322,6 +323,111 @@ impl Driver {
             .map(|_| ())
     }
 
+    /// `subscribe`: a consumer of `topic` (one partition topic) on `subscription`; the
+    /// driver's handle on it.
+    pub async fn subscribe(
+        &self,
+        args: &SubscribeArgs<'_>,
+        timeout: Duration,
+    ) -> Result<u64, Answer> {
+        let mut m = Map::new();
+        m.insert("topic".into(), json!(args.topic));
+        m.insert("subscription".into(), json!(args.subscription));
+        m.insert("sub_type".into(), json!(args.sub_type));
+        m.insert("consumer_name".into(), json!(args.consumer_name));
+        m.insert("receiver_queue".into(), json!(args.receiver_queue));
+        let r = self.call("subscribe", m, timeout).await?;
+        r.get("consumer")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| bad_reply("subscribe", &r))
+    }
+
+    /// `receive`: up to `max` messages, waiting at most `wait` for the first.
+    pub async fn receive(
+        &self,
+        consumer: u64,
+        max: usize,
+        wait: Duration,
+        timeout: Duration,
+    ) -> Result<Vec<Received>, Answer> {
+        let mut m = Map::new();
+        m.insert("consumer".into(), json!(consumer));
+        m.insert("max".into(), json!(max));
+        m.insert("wait_ms".into(), json!(wait.as_millis() as u64));
+        let r = self.call("receive", m, timeout + wait).await?;
+        let msgs = r
+            .get("messages")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad_reply("receive", &r))?;
+        let mut out = Vec::with_capacity(msgs.len());
+        for msg in msgs {
+            let id = msg
+                .get("id")
+                .and_then(Value::as_array)
+                .ok_or_else(|| bad_reply("receive", &r))?;
+            let n = |i: usize| id.get(i).and_then(Value::as_i64);
+            let (Some(ledger), Some(entry), Some(batch)) = (n(0), n(1), n(2)) else {
+                return Err(bad_reply("receive", &r));
+            };
+            let batch_size = msg.get("batch_size").and_then(Value::as_i64).unwrap_or(0);
+            out.push(Received {
+                id: MessageIdData {
+                    ledger_id: ledger as u64,
+                    entry_id: entry as u64,
+                    batch_index: (batch >= 0).then_some(batch as i32),
+                    batch_size: (batch_size > 0).then_some(batch_size as i32),
+                    ..Default::default()
+                },
+                payload: msg
+                    .get("payload")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .as_bytes()
+                    .to_vec(),
+                redelivery_count: msg
+                    .get("redelivery_count")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0) as u32,
+            });
+        }
+        Ok(out)
+    }
+
+    /// `ack`: the messages `ids` of `consumer`, in `txn` when given.
+    pub async fn ack(
+        &self,
+        consumer: u64,
+        txn: Option<TxnId>,
+        ids: &[MessageIdData],
+        timeout: Duration,
+    ) -> Result<(), Answer> {
+        let mut m = Map::new();
+        m.insert("consumer".into(), json!(consumer));
+        m.insert("txn".into(), txn_json(txn));
+        m.insert("ids".into(), ids_json(ids));
+        self.call("ack", m, timeout).await.map(|_| ())
+    }
+
+    /// `nack`: hand `ids` back (none: every message the consumer holds unacknowledged).
+    pub async fn nack(
+        &self,
+        consumer: u64,
+        ids: &[MessageIdData],
+        timeout: Duration,
+    ) -> Result<(), Answer> {
+        let mut m = Map::new();
+        m.insert("consumer".into(), json!(consumer));
+        m.insert("ids".into(), ids_json(ids));
+        self.call("nack", m, timeout).await.map(|_| ())
+    }
+
+    /// `close_consumer`.
+    pub async fn close_consumer(&self, consumer: u64, timeout: Duration) -> Result<(), Answer> {
+        let mut m = Map::new();
+        m.insert("consumer".into(), json!(consumer));
+        self.call("close_consumer", m, timeout).await.map(|_| ())
+    }
+
     /// Ask the driver to close its client and exit; killed if it has not within `grace`.
     pub async fn close(&self, grace: Duration) {
         let _ = self.call("close", Map::new(), grace).await;
@@ -345,6 +451,25 @@ pub struct ConnectArgs<'a> {
     pub message_size: usize,
     pub transactions: bool,
     pub producer_name: &'a str,
+}
+
+/// What `subscribe` gives the driver.
+#[derive(Debug, Clone)]
+pub struct SubscribeArgs<'a> {
+    pub topic: &'a str,
+    pub subscription: &'a str,
+    /// `shared`, `failover` or `key_shared`.
+    pub sub_type: &'a str,
+    pub consumer_name: &'a str,
+    pub receiver_queue: u32,
+}
+
+fn ids_json(ids: &[MessageIdData]) -> Value {
+    Value::Array(
+        ids.iter()
+            .map(|i| json!([i.ledger_id, i.entry_id, i.batch_index.unwrap_or(-1)]))
+            .collect(),
+    )
 }
 
 fn txn_json(txn: Option<TxnId>) -> Value {

@@ -95,6 +95,8 @@ pub(super) struct TransformStart<'a> {
     /// `run --resume`: the fill is kept if it was checked, and what the interrupted run left
     /// in flight is settled (`Transformer::resume`).
     pub(super) resuming: bool,
+    /// The official client's driver, when the workload runs through one.
+    pub(super) driver: Option<workload::DriverHandle>,
 }
 
 /// A transform run: fill `<topic>-in` (no fault is active yet), then connect the transform.
@@ -126,6 +128,7 @@ pub(super) async fn start_transform(s: TransformStart<'_>) -> Result<Driver> {
         deadline: w.deadline,
         name,
         dial: s.dial,
+        driver: s.driver,
     };
     let t = Transformer::connect(
         cfg,

@@ -132,6 +132,7 @@ pub(super) async fn execute(
                 journal,
                 first_attempt,
                 resuming,
+                driver: cfg.driver.clone(),
             })
             .await?
         }

@@ -11,12 +11,14 @@ use std::time::Duration;
 use pulsar::message::proto::{MessageIdData, TxnAction};
 use tokio::time::Instant;
 
+use crate::drivers::Answer;
 use crate::history::{EventBody, Outcome, TxnId};
+use crate::policy::CommitAnswer;
 use crate::policy::{self, CommitState, Step};
 use crate::scenario::ResendPolicy;
-use crate::txn::consumer::ConsumerHandle;
 use crate::txn::coordinator::classify_commit;
 
+use super::source::Hand;
 use super::worker::{key, ranges, Input, Ready};
 use super::Transformer;
 
@@ -36,7 +38,18 @@ impl Transformer {
             outcome: Outcome::Aborted,
             detail: format!("{reason}; no commit was sent, so it cannot commit"),
         });
-        match self.tcs.end_txn(txn, TxnAction::Abort).await {
+        let r = match &self.driver {
+            None => self
+                .tcs
+                .end_txn(txn, TxnAction::Abort)
+                .await
+                .map_err(|e| e.to_string()),
+            Some(d) => d
+                .end(txn, false, self.cfg.op_timeout + Duration::from_secs(10))
+                .await
+                .map_err(|a| self.driver_failed(attempt, txn, "abort", &a)),
+        };
+        match r {
             Ok(()) => {
                 self.journal_final(attempt);
                 true
@@ -68,7 +81,7 @@ impl Transformer {
     /// not be asked, and why (the worker drops those consumers and subscribes again).
     pub(super) fn redeliver(
         &self,
-        hands: &[Option<ConsumerHandle>],
+        hands: &[Option<Hand>],
         attempt: u64,
         batch: &[Input],
         skip: &[usize],
@@ -120,17 +133,14 @@ impl Transformer {
                 try_no,
             });
             self.stats.commits_in_flight.fetch_add(1, Ordering::SeqCst);
-            let r = self.tcs.end_txn(txn, TxnAction::Commit).await;
+            let (answer, for_good) = self.commit_once(attempt, txn).await;
             self.stats.commits_in_flight.fetch_sub(1, Ordering::SeqCst);
-            let may_retry =
-                first.elapsed() < patience && Instant::now() < deadline && !self.is_over();
+            let may_retry = first.elapsed() < patience
+                && Instant::now() < deadline
+                && !self.is_over()
+                && !for_good;
             let was_ambiguous = state.ever_ambiguous;
-            let step = policy::next(
-                &mut state,
-                ResendPolicy::RetryCommit,
-                classify_commit(&r),
-                may_retry,
-            );
+            let step = policy::next(&mut state, ResendPolicy::RetryCommit, answer, may_retry);
             if !was_ambiguous && state.ever_ambiguous {
                 self.stats.ambiguous.fetch_add(1, Ordering::Relaxed);
                 self.history.record(EventBody::TxnOutcome {
@@ -149,6 +159,43 @@ impl Transformer {
             }
             self.settle(ready, step, try_no, first.elapsed());
             return;
+        }
+    }
+
+    /// One commit request, and what its answer says: the own client's from the wire
+    /// (`classify_commit`), an official client's from its table (`clients::classify_commit`),
+    /// as the producer's. Also whether the client will refuse every later commit of it.
+    async fn commit_once(&self, attempt: u64, txn: TxnId) -> (CommitAnswer, bool) {
+        let Some(d) = &self.driver else {
+            return (
+                classify_commit(&self.tcs.end_txn(txn, TxnAction::Commit).await),
+                false,
+            );
+        };
+        // The client's own operation timeout should answer first.
+        let r = d
+            .end(txn, true, self.cfg.op_timeout + Duration::from_secs(10))
+            .await;
+        if let Err(a) = &r {
+            self.driver_failed(attempt, txn, "commit", a);
+        }
+        match r {
+            Ok(()) => (crate::clients::classify_commit(d.kind, &Ok(())), false),
+            Err(Answer::Client(e)) => {
+                let for_good = crate::clients::refuses_for_good(d.kind, &e);
+                (crate::clients::classify_commit(d.kind, &Err(e)), for_good)
+            }
+            Err(a @ Answer::Timeout(_)) => (
+                CommitAnswer::Ambiguous(format!("{} client: commit(): {a}", d.kind)),
+                false,
+            ),
+            Err(Answer::Gone(_)) => (
+                CommitAnswer::Ambiguous(format!(
+                    "{} client: the driver ended while commit() was under way",
+                    d.kind
+                )),
+                true,
+            ),
         }
     }
 
@@ -230,7 +277,7 @@ impl Transformer {
     /// receive (and subscribes again), so it is only logged here.
     fn redeliver_from_task(
         &self,
-        hands: &[Option<ConsumerHandle>],
+        hands: &[Option<Hand>],
         attempt: u64,
         batch: &[Input],
         skip: &[usize],

@@ -42,7 +42,7 @@ impl Transformer {
         let sub = [(self.input_partitions[p].clone(), SUBSCRIPTION.to_string())];
         let r = match self.tcs.add_subscriptions(probe, &sub, op_deadline).await {
             Err(e) => Err(e),
-            Ok(()) => match w.consumers[p].as_ref() {
+            Ok(()) => match w.consumers[p].as_ref().and_then(super::source::Source::own) {
                 Some(c) => {
                     let ack = c.ack(Some(probe), std::slice::from_ref(id), AckKind::Individual);
                     match tokio::time::timeout(PROBE_PATIENCE, ack).await {

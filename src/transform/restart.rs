@@ -158,12 +158,13 @@ impl Transformer {
         let mut answers = Vec::new();
         for (p, c) in w.consumers.iter_mut().enumerate() {
             if let Some(c) = c.take() {
+                let words = c.closed_words();
                 let r = c.close().await;
                 answers.push(format!(
                     "{}: {}",
                     self.input_partitions[p],
                     match r {
-                        Ok(()) => "closed (CLOSE_CONSUMER answered success)".to_string(),
+                        Ok(()) => words.to_string(),
                         Err(e) => format!("no success answer ({e}); the consumer is dropped"),
                     }
                 ));

@@ -13,16 +13,14 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use crate::drivers::SubscribeArgs;
 use crate::history::{EventBody, Ranges, TxnId};
 use crate::journal::Record;
 use crate::scenario::transform::SUBSCRIPTION;
 use crate::scenario::SubscriptionType;
-use crate::txn::consumer::{
-    classify_ack, AckAnswer, AckKind, ConsumerHandle, ConsumerOptions, Received, SubType,
-    TxnConsumer,
-};
-use crate::txn::TxnError;
+use crate::txn::consumer::{AckAnswer, ConsumerOptions, Received, SubType, TxnConsumer};
 
+use super::source::{answer_class, Driven, Hand, Source};
 use super::Transformer;
 
 /// Commits a worker has under way at once, each in a task of its own (as the producer's
@@ -48,7 +46,7 @@ pub(super) struct Input {
 pub(super) struct Worker {
     pub(super) id: u32,
     /// One consumer per input partition; `None` while it cannot subscribe.
-    pub(super) consumers: Vec<Option<TxnConsumer>>,
+    pub(super) consumers: Vec<Option<Source>>,
     next_partition: usize,
     nudge: u64,
     /// Its commit tasks; each holds one of `slots` until it has finished.
@@ -58,10 +56,10 @@ pub(super) struct Worker {
 
 impl Worker {
     /// A handle on each input partition's consumer as it is now (for a hand-back).
-    pub(super) fn handles(&self) -> Vec<Option<ConsumerHandle>> {
+    pub(super) fn handles(&self) -> Vec<Option<Hand>> {
         self.consumers
             .iter()
-            .map(|c| c.as_ref().map(TxnConsumer::handle))
+            .map(|c| c.as_ref().map(Source::handle))
             .collect()
     }
 }
@@ -75,7 +73,7 @@ pub(super) struct Ready {
     pub(super) batch: Vec<Input>,
     /// The consumer of each input partition when the attempt was handed off (`None`: none
     /// then), for the hand-back.
-    pub(super) hands: Vec<Option<ConsumerHandle>>,
+    pub(super) hands: Vec<Option<Hand>>,
 }
 
 /// Sorted numbers as half-open ranges.
@@ -89,6 +87,15 @@ pub(super) fn ranges(numbers: &[u64]) -> Ranges {
         }
     }
     out
+}
+
+/// The subscription type as the driver protocol names it.
+fn sub_type_name(t: SubscriptionType) -> &'static str {
+    match t {
+        SubscriptionType::Shared => "shared",
+        SubscriptionType::Failover => "failover",
+        SubscriptionType::KeyShared => "key_shared",
+    }
 }
 
 fn sub_type(t: SubscriptionType) -> SubType {
@@ -163,8 +170,29 @@ impl Transformer {
     }
 
     /// The consumer of partition `p`, subscribed (again) when it has none.
-    async fn consumer<'a>(&self, w: &'a mut Worker, p: usize) -> Option<&'a mut TxnConsumer> {
+    async fn consumer<'a>(&self, w: &'a mut Worker, p: usize) -> Option<&'a mut Source> {
         if w.consumers[p].is_none() {
+            if let Some(d) = &self.driver {
+                let name = format!("{}-c{}", self.cfg.name, w.id);
+                let args = SubscribeArgs {
+                    topic: &self.input_partitions[p],
+                    subscription: SUBSCRIPTION,
+                    sub_type: sub_type_name(self.cfg.sub_type),
+                    consumer_name: &name,
+                    receiver_queue: (self.cfg.txn_size * 2).clamp(2, 1000),
+                };
+                match Driven::subscribe(d, &args, self.cfg.op_timeout).await {
+                    Ok(c) => w.consumers[p] = Some(Source::Driven(c)),
+                    Err(a) => {
+                        if let crate::drivers::Answer::Gone(why) = &a {
+                            self.stop(&format!("the {} driver ended: {why}", d.kind));
+                        }
+                        tracing::debug!("subscribe to {}: {a}", self.input_partitions[p]);
+                        return None;
+                    }
+                }
+                return w.consumers[p].as_mut();
+            }
             let opts = ConsumerOptions {
                 sub_type: sub_type(self.cfg.sub_type),
                 permits: (self.cfg.txn_size * 2).clamp(2, 1000),
@@ -178,7 +206,7 @@ impl Transformer {
             )
             .await
             {
-                Ok(c) => w.consumers[p] = Some(c),
+                Ok(c) => w.consumers[p] = Some(Source::Own(c)),
                 Err(e) => {
                     tracing::debug!("subscribe to {}: {e}", self.input_partitions[p]);
                     return None;
@@ -219,8 +247,8 @@ impl Transformer {
             let nudge = self.nudge.load(Ordering::SeqCst);
             if nudge != w.nudge {
                 w.nudge = nudge;
-                for c in w.consumers.iter().flatten() {
-                    let _ = c.redeliver_unacknowledged(&[]);
+                for c in w.consumers.iter_mut().flatten() {
+                    c.redeliver_all();
                 }
             }
             let mut got = false;
@@ -272,7 +300,7 @@ impl Transformer {
                         Err(e) => {
                             // What it held goes back to the subscription.
                             batch.retain(|x| x.partition != p);
-                            self.lost(w, p, &e.to_string());
+                            self.lost(w, p, &e);
                             if batch.is_empty() && got {
                                 self.busy.fetch_sub(1, Ordering::SeqCst);
                                 got = false;
@@ -302,10 +330,10 @@ impl Transformer {
         let inputs: Vec<u64> = batch.iter().map(|i| i.n).collect();
         let outputs: Vec<u64> = inputs.iter().map(|n| self.cfg.function.apply(*n)).collect();
         self.stats.attempts.fetch_add(1, Ordering::Relaxed);
-        let txn = match self.tcs.new_txn(self.cfg.txn_timeout, deadline).await {
+        let txn = match self.new_txn(deadline).await {
             Ok(t) => t,
-            Err(e) => {
-                self.hand_back(w, attempt, &batch, &[], format!("NEW_TXN failed: {e}"));
+            Err(why) => {
+                self.hand_back(w, attempt, &batch, &[], why);
                 return None;
             }
         };
@@ -398,6 +426,20 @@ impl Transformer {
             numbers: ranges(outputs),
             resend_of: None,
         };
+        if self.driver.is_some() {
+            // The official client registers the partitions and the subscription itself, at
+            // its first send and ack in the transaction.
+            if let Err(e) = self
+                .journal
+                .submit(vec![Record::Opened(entry)])
+                .synced()
+                .await
+            {
+                self.stop(&format!("the journal failed: {e}"));
+                return Err(format!("the journal failed: {e}"));
+            }
+            return Ok(());
+        }
         let (journaled, subscribed, added) = tokio::join!(
             self.journal.submit(vec![Record::Opened(entry)]).synced(),
             self.tcs.add_subscriptions(txn, &subs, op_deadline),
@@ -437,18 +479,31 @@ impl Transformer {
             .map_err(|why| (why, Vec::new()))?;
         let batch_size = self.cfg.batch_size.max(1) as usize;
         let sends = by_output.iter().flat_map(|(q, numbers)| {
-            numbers.chunks(batch_size).map(move |group| {
+            numbers.chunks(batch_size).map(move |group| async move {
+                if let Some(d) = &self.driver {
+                    // The client's own operation timeout should answer first.
+                    let patience = self.cfg.op_timeout + Duration::from_secs(10);
+                    return d
+                        .send(Some(txn), *q as u32, group, patience)
+                        .await
+                        .map(|ids| ids.len())
+                        .map_err(|a| self.driver_failed(attempt, txn, "send", &a));
+                }
                 let data = group
                     .iter()
                     .map(|n| crate::workload::payload(*n, self.cfg.message_size))
                     .collect();
-                self.producers[*q].send_batch(Some(txn), data, self.cfg.op_timeout)
+                self.producers[*q]
+                    .send_batch(Some(txn), data, self.cfg.op_timeout)
+                    .await
+                    .map(|ids| ids.len())
+                    .map_err(|e| e.to_string())
             })
         });
         let mut sent = 0u64;
         for r in futures::future::join_all(sends).await {
             match r {
-                Ok(ids) => sent += ids.len() as u64,
+                Ok(n) => sent += n as u64,
                 Err(e) => {
                     self.stats.messages_sent.fetch_add(sent, Ordering::Relaxed);
                     return Err((
@@ -470,24 +525,21 @@ impl Transformer {
             let consumers = &w.consumers;
             let acks = batch.iter().map(|i| async move {
                 match consumers[i.partition].as_ref() {
-                    Some(c) => {
-                        c.ack(
-                            Some(txn),
-                            std::slice::from_ref(&i.msg.id),
-                            AckKind::Individual,
-                        )
-                        .await
-                    }
-                    None => Err(TxnError::NotSent("the consumer was lost".into())),
+                    Some(c) => c.ack(txn, &i.msg.id).await,
+                    None => AckAnswer::NotSent("the consumer was lost".into()),
                 }
             });
             futures::future::join_all(acks).await
         };
         let mut acked = Vec::new();
         let mut failed: Vec<(usize, AckAnswer)> = Vec::new();
-        for (k, r) in answers.iter().enumerate() {
-            match classify_ack(r) {
+        for (k, r) in answers.into_iter().enumerate() {
+            match r {
                 AckAnswer::Acked(_) => acked.push(k),
+                AckAnswer::Fatal(m) if self.driver.is_some() => {
+                    self.stop(&m);
+                    failed.push((k, AckAnswer::Fatal(m)));
+                }
                 other => failed.push((k, other)),
             }
         }
@@ -521,14 +573,69 @@ impl Transformer {
             txn,
             messages: batch.len() as u64,
             answer: "acked".into(),
-            detail: "ACK_RESPONSE without error".into(),
+            detail: match &self.driver {
+                None => "ACK_RESPONSE without error".into(),
+                Some(d) => format!(
+                    "{} client: every acknowledgement completed normally",
+                    d.kind
+                ),
+            },
         });
-        if attempt % super::PROBE_EVERY == 1 {
+        if attempt % super::PROBE_EVERY == 1 && self.driver.is_none() {
             if let Some((p, id)) = probe_target(batch) {
                 self.probe(w, attempt, txn, p, &id, op_deadline).await;
             }
         }
         Ok(())
+    }
+}
+
+impl Transformer {
+    /// A new transaction, through the driver when there is one. Err: why not.
+    async fn new_txn(&self, deadline: Instant) -> Result<TxnId, String> {
+        let Some(d) = &self.driver else {
+            return self
+                .tcs
+                .new_txn(self.cfg.txn_timeout, deadline)
+                .await
+                .map_err(|e| format!("NEW_TXN failed: {e}"));
+        };
+        let patience = self.cfg.op_timeout + Duration::from_secs(10);
+        d.new_txn(self.cfg.txn_timeout, patience)
+            .await
+            .map_err(|a| {
+                if let crate::drivers::Answer::Gone(why) = &a {
+                    self.stop(&format!("the {} driver ended: {why}", d.kind));
+                }
+                format!("{} client: newTransaction failed: {a}", d.kind)
+            })
+    }
+
+    /// A failed answer of the driver to `op` of an attempt: recorded (`client_answer`); the
+    /// driver's end stops the run. Returns the words for the attempt's abort reason.
+    pub(super) fn driver_failed(
+        &self,
+        attempt: u64,
+        txn: TxnId,
+        op: &str,
+        a: &crate::drivers::Answer,
+    ) -> String {
+        let Some(d) = &self.driver else {
+            return a.to_string();
+        };
+        let (class, message) = answer_class(a);
+        self.history.record(EventBody::ClientAnswer {
+            attempt,
+            txn,
+            op: op.into(),
+            client: d.kind.name().into(),
+            class,
+            message,
+        });
+        if let crate::drivers::Answer::Gone(why) = a {
+            self.stop(&format!("the {} driver ended: {why}", d.kind));
+        }
+        format!("{} client: {op}: {a}", d.kind)
     }
 }
 

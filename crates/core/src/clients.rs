@@ -78,14 +78,9 @@ pub fn check_java_version(v: &str) -> Result<(), String> {
 
 /// Why a client does not fit a workload, if it does not: the workload key at fault (`client`
 /// or `client_version`) and the reason. The scenario's validation and `--client` ask the same.
-pub fn misfit(
-    kind: ClientKind,
-    version: Option<&str>,
-    transform: bool,
-) -> Option<(&'static str, String)> {
-    if kind.is_foreign() && transform {
-        return Some(("client", format!("client {kind} runs `kind: produce` only for now (consume-transform-produce through a driver is not built yet; docs/drivers.md)")));
-    }
+/// Every client runs both workload kinds (`transform` through the driver's consumers:
+/// docs/drivers.md).
+pub fn misfit(kind: ClientKind, version: Option<&str>) -> Option<(&'static str, String)> {
     let v = version?;
     if kind != ClientKind::Java {
         return Some(("client_version", format!("goes with `client: java` only (the {kind} client's version is fixed: docs/drivers.md)")));

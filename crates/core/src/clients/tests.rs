@@ -52,3 +52,21 @@ fn reply_loss_fits_every_client_producing_and_only_the_own_client_transforming()
         assert!(why.contains("kind: transform"), "{why}");
     }
 }
+
+#[test]
+fn misfit_refuses_only_client_versions_that_do_not_fit() {
+    // Both workload kinds run through every client (a transform through the driver's
+    // consumers); only the version key can misfit.
+    for kind in ClientKind::ALL {
+        assert_eq!(misfit(kind, None), None, "{kind}");
+    }
+    assert_eq!(misfit(ClientKind::Java, Some("4.0.7")), None);
+    let (key, why) = misfit(ClientKind::Java, Some("9.9.9")).unwrap();
+    assert_eq!(key, "client_version");
+    assert!(why.contains("served: 4.0.0"), "{why}");
+    for kind in [ClientKind::Own, ClientKind::Go] {
+        let (key, why) = misfit(kind, Some("4.2.4")).unwrap();
+        assert_eq!(key, "client_version");
+        assert!(why.contains("goes with `client: java` only"), "{why}");
+    }
+}

@@ -116,9 +116,7 @@ impl Scenario {
             None if kind == ClientKind::Java => self.workload.client_version.clone(),
             None => None,
         };
-        if let Some((key, why)) =
-            crate::clients::misfit(kind, version.as_deref(), self.workload.transform.is_some())
-        {
+        if let Some((key, why)) = crate::clients::misfit(kind, version.as_deref()) {
             let flag = if key == "client" {
                 "--client"
             } else {

@@ -385,9 +385,7 @@ fn validate_workload(w: &WorkloadFile) -> Result<Workload, Invalid> {
     }
     let transform = transform::validate_transform(w, concurrency)?;
     let client = w.client.unwrap_or_default();
-    if let Some((k, why)) =
-        crate::clients::misfit(client, w.client_version.as_deref(), transform.is_some())
-    {
+    if let Some((k, why)) = crate::clients::misfit(client, w.client_version.as_deref()) {
         return err(&["workload", k], why);
     }
     // A transform retries an unknown commit and never resends (see `validate_transform`).

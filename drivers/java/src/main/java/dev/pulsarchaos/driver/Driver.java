@@ -23,13 +23,18 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.pulsar.PulsarVersion;
+import org.apache.pulsar.client.api.Consumer;
+import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.MessageIdAdv;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.ProducerBuilder;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.Schema;
+import org.apache.pulsar.client.api.SubscriptionInitialPosition;
+import org.apache.pulsar.client.api.SubscriptionType;
 import org.apache.pulsar.client.api.transaction.Transaction;
 import org.apache.pulsar.client.api.transaction.TxnID;
 import org.slf4j.Logger;
@@ -61,6 +66,19 @@ public final class Driver {
     private volatile Connection conn;
     /** The transactions this driver opened, by "most:least"; forgotten after a successful end. */
     private final Map<String, Transaction> txns = new ConcurrentHashMap<>();
+    /** The consumers this driver subscribed, by the handle `subscribe` answered. */
+    private final Map<Long, Input> consumers = new ConcurrentHashMap<>();
+    private final AtomicLong nextConsumer = new AtomicLong(1);
+
+    /** A consumer and the messages it received that are neither acknowledged nor handed back. */
+    private static final class Input {
+        final Consumer<byte[]> consumer;
+        final Map<String, MessageId> held = new ConcurrentHashMap<>();
+
+        Input(Consumer<byte[]> consumer) {
+            this.consumer = consumer;
+        }
+    }
 
     private static final class Connection {
         final PulsarClient client;
@@ -158,6 +176,11 @@ public final class Driver {
                 case "send" -> send(id, req);
                 case "commit" -> end(id, req, true);
                 case "abort" -> end(id, req, false);
+                case "subscribe" -> subscribe(id, req);
+                case "receive" -> receive(id, req);
+                case "ack" -> ack(id, req);
+                case "nack" -> nack(id, req);
+                case "close_consumer" -> closeConsumer(id, req);
                 case "close" -> close(id);
                 default -> replyError(id, "BadRequest", "unknown op '" + op + "'", List.of());
             }
@@ -335,6 +358,154 @@ public final class Driver {
         });
     }
 
+    private void subscribe(long id, JsonNode req) throws Refusal {
+        Connection c = connection();
+        String topic = text(req, "topic");
+        String subscription = text(req, "subscription");
+        String consumerName = text(req, "consumer_name");
+        int queue = req.path("receiver_queue").asInt(1000);
+        SubscriptionType type = switch (req.path("sub_type").asText("shared")) {
+            case "shared" -> SubscriptionType.Shared;
+            case "failover" -> SubscriptionType.Failover;
+            case "key_shared" -> SubscriptionType.Key_Shared;
+            case "exclusive" -> SubscriptionType.Exclusive;
+            default -> throw new Refusal("BadRequest", "unknown sub_type " + req.path("sub_type"));
+        };
+        c.client.newConsumer(Schema.BYTES)
+                .topic(topic)
+                .subscriptionName(subscription)
+                .subscriptionType(type)
+                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
+                .consumerName(consumerName)
+                .receiverQueueSize(queue)
+                .isAckReceiptEnabled(true)
+                .enableBatchIndexAcknowledgment(true)
+                .negativeAckRedeliveryDelay(100, TimeUnit.MILLISECONDS)
+                .subscribeAsync()
+                .whenComplete((consumer, e) -> {
+                    if (e != null) {
+                        replyFailure(id, e);
+                        return;
+                    }
+                    long handle = nextConsumer.getAndIncrement();
+                    consumers.put(handle, new Input(consumer));
+                    log.info("consumer {} on {} ({}, {})", handle, topic, subscription, type);
+                    ObjectNode r = ok(id);
+                    r.put("consumer", handle);
+                    write(r);
+                });
+    }
+
+    /**
+     * Up to max messages: waits at most wait_ms for the first (the client's blocking receive
+     * with a timeout, on a thread of its own), then takes what the client has at hand.
+     */
+    private void receive(long id, JsonNode req) throws Refusal {
+        Input in = input(req);
+        int max = Math.max(1, req.path("max").asInt(1));
+        long waitMs = Math.max(0, req.path("wait_ms").asLong(0));
+        blocking.execute(() -> {
+            try {
+                List<Message<byte[]>> got = new ArrayList<>();
+                Message<byte[]> m = in.consumer.receive((int) Math.min(Integer.MAX_VALUE, waitMs), TimeUnit.MILLISECONDS);
+                while (m != null) {
+                    got.add(m);
+                    if (got.size() >= max) {
+                        break;
+                    }
+                    m = in.consumer.receive(0, TimeUnit.MILLISECONDS);
+                }
+                ObjectNode r = ok(id);
+                ArrayNode a = r.putArray("messages");
+                for (Message<byte[]> msg : got) {
+                    MessageId mid = msg.getMessageId();
+                    ObjectNode o = a.addObject();
+                    ArrayNode ids = o.putArray("id");
+                    if (mid instanceof MessageIdAdv adv) {
+                        ids.add(adv.getLedgerId()).add(adv.getEntryId()).add(adv.getBatchIndex());
+                        o.put("batch_size", adv.getBatchSize());
+                        in.held.put(key3(adv.getLedgerId(), adv.getEntryId(), adv.getBatchIndex()), mid);
+                    } else {
+                        log.warn("unexpected message id type {}: {}", mid.getClass().getName(), mid);
+                        ids.add(-1).add(-1).add(-1);
+                    }
+                    o.put("payload", new String(msg.getValue(), StandardCharsets.UTF_8));
+                    o.put("redelivery_count", msg.getRedeliveryCount());
+                }
+                write(r);
+            } catch (Throwable t) {
+                replyFailure(id, t);
+            }
+        });
+    }
+
+    /** Acknowledge each id (in the transaction, if any); answer at the first failure or when all are answered. */
+    private void ack(long id, JsonNode req) throws Refusal {
+        Input in = input(req);
+        JsonNode txnNode = req.get("txn");
+        Transaction txn = txnNode == null || txnNode.isNull() ? null : lookup(txnNode);
+        List<MessageId> ids = heldIds(in, req, false);
+        if (ids.isEmpty()) {
+            write(ok(id));
+            return;
+        }
+        AtomicInteger left = new AtomicInteger(ids.size());
+        AtomicBoolean answered = new AtomicBoolean();
+        for (MessageId mid : ids) {
+            String k = mid instanceof MessageIdAdv adv
+                    ? key3(adv.getLedgerId(), adv.getEntryId(), adv.getBatchIndex()) : "";
+            CompletableFuture<Void> f;
+            try {
+                f = txn != null ? in.consumer.acknowledgeAsync(mid, txn) : in.consumer.acknowledgeAsync(mid);
+            } catch (Throwable t) {
+                f = CompletableFuture.failedFuture(t);
+            }
+            f.whenComplete((v, e) -> {
+                if (e != null) {
+                    if (answered.compareAndSet(false, true)) {
+                        replyFailure(id, e);
+                    }
+                    return;
+                }
+                // Acknowledged: no longer held (an abort's redelivery brings a new one).
+                in.held.remove(k, mid);
+                if (left.decrementAndGet() == 0 && answered.compareAndSet(false, true)) {
+                    write(ok(id));
+                }
+            });
+        }
+    }
+
+    /**
+     * Hand messages back: negativeAcknowledge each id (the client asks the broker to redeliver
+     * them after its nack delay, 100 ms here); no ids: redeliverUnacknowledgedMessages().
+     */
+    private void nack(long id, JsonNode req) throws Refusal {
+        Input in = input(req);
+        JsonNode idsNode = req.get("ids");
+        if (idsNode == null || !idsNode.isArray() || idsNode.isEmpty()) {
+            in.consumer.redeliverUnacknowledgedMessages();
+        } else {
+            for (MessageId mid : heldIds(in, req, true)) {
+                in.consumer.negativeAcknowledge(mid);
+            }
+        }
+        write(ok(id));
+    }
+
+    private void closeConsumer(long id, JsonNode req) throws Refusal {
+        long handle = req.path("consumer").asLong(0);
+        Input in = input(req);
+        consumers.remove(handle, in);
+        in.consumer.closeAsync().whenComplete((v, e) -> {
+            if (e != null) {
+                replyFailure(id, e);
+                return;
+            }
+            write(ok(id));
+        });
+    }
+
     private void close(long id) {
         Connection c = conn;
         blocking.execute(() -> {
@@ -372,6 +543,47 @@ public final class Driver {
             throw new Refusal("UnknownTxn", "no open transaction (" + k + ") in this driver");
         }
         return t;
+    }
+
+    private Input input(JsonNode req) throws Refusal {
+        connection();
+        long handle = req.path("consumer").asLong(0);
+        Input in = consumers.get(handle);
+        if (in == null) {
+            throw new Refusal("UnknownConsumer", "no consumer " + handle + " in this driver");
+        }
+        return in;
+    }
+
+    /**
+     * The client's own MessageId objects of the request's ids. An ack needs every one (an id
+     * never received is UnknownMessage); a hand-back (take) removes them from `held` and skips
+     * the ones it no longer holds.
+     */
+    private static List<MessageId> heldIds(Input in, JsonNode req, boolean take) throws Refusal {
+        JsonNode idsNode = req.get("ids");
+        if (idsNode == null || !idsNode.isArray()) {
+            throw new Refusal("BadRequest", "ids must be an array");
+        }
+        List<MessageId> out = new ArrayList<>();
+        for (JsonNode n : idsNode) {
+            if (!n.isArray() || n.size() < 3) {
+                throw new Refusal("BadRequest", "an id must be [ledger, entry, batch_index]");
+            }
+            String k = key3(n.get(0).asLong(), n.get(1).asLong(), n.get(2).asInt());
+            MessageId mid = take ? in.held.remove(k) : in.held.get(k);
+            if (mid == null && !take) {
+                throw new Refusal("UnknownMessage", "no message " + k + " received by this consumer");
+            }
+            if (mid != null) {
+                out.add(mid);
+            }
+        }
+        return out;
+    }
+
+    private static String key3(long ledger, long entry, int batchIndex) {
+        return ledger + ":" + entry + ":" + batchIndex;
     }
 
     private static String key(long most, long least) {
