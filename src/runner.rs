@@ -9,6 +9,7 @@
 
 mod driver;
 mod dry_run;
+mod ending;
 mod env;
 mod faults;
 mod guard;

@@ -19,11 +19,11 @@ use crate::rundir::{RunDir, RunInfo};
 use crate::workload::{self, Stats};
 
 use super::driver::consumer_evidence;
-use super::env::Env;
-use super::logs::stall_logs;
-use super::phases::{
+use super::ending::{
     judge, print_producer, settle_and_read, topic_partitions, write_producer_json, Read,
 };
+use super::env::Env;
+use super::logs::stall_logs;
 use super::{Outcome, Request};
 
 /// How many of the driver's last log lines the verdict's reason quotes.
