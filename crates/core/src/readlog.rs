@@ -4,14 +4,20 @@
 //! The numbers are kept per partition, in read order, as runs `[first, count, stride]` (the
 //! numbers `first, first + stride, ..., first + (count - 1) * stride`): the numbers of
 //! partition p of P are n ≡ p (mod P), so a partition read in order is one run of stride P,
-//! and every batch the producer wrote in one piece costs one run. Besides the runs the file
+//! and every batch the producer wrote in one piece costs one run. Beside them, `txns` records
+//! which of the partition's messages had metadata naming a transaction (`txnid_most_bits`,
+//! `txnid_least_bits`), as runs `[first, count, most, least]` over the read order: what the
+//! checker needs to tell a client that never put the transaction into the metadata (the Go
+//! client, apache/pulsar-client-go#1498) from a broker that delivered an aborted message.
+//! Besides the runs the file
 //! holds the findings the read-back made (uncapped: every missing range, every duplicated
 //! range, every unexpected message with its message id), the message ids of every copy of
 //! every duplicated number, and the `checker::Context` the verdict was given.
 //!
 //! ```json
 //! {"format":1,"expected":100000,
-//!  "partitions":[{"partition":0,"messages":50000,"runs":[[0,50000,2]]}, ...],
+//!  "partitions":[{"partition":0,"messages":50000,"runs":[[0,50000,2]],
+//!                 "txns":[[0,50,0,1],[50,50,0,2], ...]}, ...],
 //!  "findings":{...},"duplicate_ids":{"17":[{"partition":1,...}, ...]},"context":{...}}
 //! ```
 
