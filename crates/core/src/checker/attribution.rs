@@ -547,7 +547,7 @@ fn client_no_txn_metadata(aborted: &[&AttemptRecord], span: Span, ctx: &Context)
         _ => "",
     };
     Some(format!(
-        "transaction {} ended aborted on the {} client's word, yet its messages are readable: {what}, although the {} client sent them in transaction {}; the broker delivers a message whose metadata names no transaction as non-transactional{issue}: a failure of the client, not of Pulsar",
+        "transaction {} ended aborted through the {} client (or was never asked to commit), yet its messages are readable: {what}, although the {} client sent them in transaction {}; the broker delivers a message whose metadata names no transaction as non-transactional{issue}: a failure of the client, not of Pulsar",
         ids(aborted),
         c.client,
         c.client,
