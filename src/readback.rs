@@ -54,6 +54,15 @@ fn msg_id(id: &pulsar::message::proto::MessageIdData, partition: i32) -> MsgId {
     }
 }
 
+/// The transaction a message's metadata names (`txnid_most_bits`, `txnid_least_bits`), if it
+/// names one: what the broker's dispatch filters an aborted transaction's messages by.
+pub fn metadata_txn(md: &pulsar::message::proto::MessageMetadata) -> Option<crate::history::TxnId> {
+    match (md.txnid_most_bits, md.txnid_least_bits) {
+        (Some(most), Some(least)) => Some(crate::history::TxnId { most, least }),
+        _ => None,
+    }
+}
+
 /// The partitions of a topic, each with the index a message id carries (-1: not partitioned).
 pub async fn partitions_of(client: &Client, topic: &str) -> Result<Vec<(String, i32)>, TxnError> {
     let n = client.partitions(topic).await?;
@@ -341,11 +350,11 @@ pub async fn read_back(
     }
     for (t, p) in &parts {
         log.start_partition(*p);
-        let stats = read_partition(&client, t, *p, &opts, |id, _, payload| {
+        let stats = read_partition(&client, t, *p, &opts, |id, md, payload| {
             match parse_number(payload) {
                 Some(v) if v < count => {
                     tally.observe_value(v);
-                    log.number(v);
+                    log.number_in(v, metadata_txn(md));
                 }
                 _ => tally.observe(payload, msg_id(id, *p)),
             }

@@ -48,7 +48,10 @@ pub fn recompute(dir: &RunDir) -> Result<(Verdict, Vec<String>)> {
     let findings = stored.retally()?;
     let mut differences = stored.differences(&findings);
     let events = crate::history::read(&dir.file("history.jsonl"))?;
-    let verdict = checker::verdict(findings, Some(events), &stored.context);
+    // What the copies' metadata named is derived from the stored record, never stored twice.
+    let mut ctx = stored.context.clone();
+    ctx.metadata_txns = stored.metadata_txns(&findings);
+    let verdict = checker::verdict(findings, Some(events), &ctx);
     let again = serde_json::to_value(&verdict).expect("verdicts serialize");
     differences.extend(
         readlog::diff_values("verdict", &on_file, &again)

@@ -195,6 +195,8 @@ pub(super) async fn judge(
         // the interruption.
         planned_faults: Some(plan.faults.iter().map(|f| f.name.clone()).collect()),
         client: client_context(w, &info.topic, &Admin::new(&env.admin_url)).await,
+        // Derived from the read-back's record once it is stored (below).
+        metadata_txns: None,
     };
     // What the checker sees is stored before it judges (`recheck` judges it again offline).
     // It grades every range (uncapped findings) and lists the first `LIST_CAP` of each kind.
@@ -210,6 +212,8 @@ pub(super) async fn judge(
         crate::readlog::FILE,
         &(serde_json::to_string(&stored).expect("serializable") + "\n"),
     )?;
+    // What the copies' metadata named: derived from the stored record, as `recheck` does.
+    ctx.metadata_txns = stored.metadata_txns(&findings);
     drop(stored);
     let events = history::read(history_path)?;
     let mut verdict = checker::verdict(findings.clone(), Some(events), &ctx);

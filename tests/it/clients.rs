@@ -507,3 +507,99 @@ fn client_keys_that_do_not_fit_exit_2_with_file_line_and_column() {
         text(&o)
     );
 }
+
+/// apache/pulsar-client-go#1498: the Go client puts a transactional send's transaction id on
+/// CommandSend but not in the message's metadata, so the messages of a transaction it aborted
+/// are readable. The read-back records what each message's metadata named, and the checker
+/// blames the client (`client_txn_metadata`), never Pulsar; the same scenario through the
+/// Java client passes, its messages' metadata naming their transactions. `recheck` derives
+/// both verdicts again from `readback.json`.
+#[test]
+fn go_aborted_messages_without_a_txn_id_in_their_metadata_are_the_clients_and_java_passes() {
+    let dir = tmpdir("clients-txn-metadata");
+    let rt = rt();
+    let tc = rt.block_on(TestCluster::start(Topology::Standalone, 1, 0));
+    let urls = urls(&tc);
+    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let readback = |rd: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(rd.join("readback.json")).unwrap()).unwrap()
+    };
+    let recheck = |rd: &Path| {
+        let o = Command::new(BIN)
+            .args(["recheck", rd.to_str().unwrap()])
+            .output()
+            .unwrap();
+        (o.status.code(), text(&o))
+    };
+    for client in ["go", "java"] {
+        let name = format!("{client}-txn-metadata");
+        let s = write(
+            &dir,
+            &format!("{name}.yaml"),
+            &format!(
+                "name: {name}\nworkload:\n  topic: persistent://public/default/{name}\n  partitions: 2\n  messages: 1000\n  txn_size: 50\n  batch_size: 1\n  concurrency: 2\n  abort_every: 5\n  client: {client}\n"
+            ),
+        );
+        let o = run_scenario(&s, 36, &dir, &urls);
+        let t = text(&o);
+        let rd = run_dir_of(&t);
+        let v = verdict(&rd);
+        let rb = readback(&rd);
+        let parts = rb["partitions"].as_array().unwrap();
+        assert_eq!(parts.len(), 2, "{rb}");
+        // Every partition's read recorded what the metadata named.
+        let named: u64 = parts
+            .iter()
+            .map(|p| {
+                p["txns"]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("{client}: no txns record: {p}"))
+                    .iter()
+                    .map(|r| r[1].as_u64().unwrap())
+                    .sum::<u64>()
+            })
+            .sum();
+        let aborted = history(&rd)
+            .iter()
+            .filter(|e| e["event"] == "txn_outcome" && e["outcome"] == "aborted")
+            .count();
+        assert_eq!(aborted, 4, "{client}: {t}");
+        match client {
+            "go" => {
+                assert_eq!(o.status.code(), Some(1), "{t}");
+                assert_eq!(v["status"], "violation", "{v}");
+                // No message's metadata names a transaction.
+                assert_eq!(named, 0, "{rb}");
+                assert_eq!(v["duplicate_values"], 200, "{v}");
+                let causes: Vec<&String> = v["graded"]["by_cause"]
+                    .as_object()
+                    .unwrap()
+                    .keys()
+                    .collect();
+                assert_eq!(causes, vec!["client_txn_metadata"], "{v}");
+                let dups = v["duplicates"].as_array().unwrap();
+                assert!(!dups.is_empty());
+                for d in dups {
+                    assert_eq!(d["cause"], "client_txn_metadata", "{d}");
+                    let e = d["explanation"].as_str().unwrap();
+                    assert!(
+                        e.contains("carry no transaction id in their metadata")
+                            && e.contains("although the go client sent them in transaction (")
+                            && e.contains("apache/pulsar-client-go#1498"),
+                        "{e}"
+                    );
+                }
+                assert!(v["missing"].as_array().unwrap().is_empty(), "{v}");
+            }
+            _ => {
+                assert_eq!(o.status.code(), Some(0), "{t}");
+                assert_eq!(v["status"], "pass", "{v}");
+                // Every message read names the transaction that committed it.
+                assert_eq!(named, 1000, "{rb}");
+            }
+        }
+        let (code, rt_text) = recheck(&rd);
+        assert_eq!(code, o.status.code(), "{client}: {rt_text}");
+        assert!(rt_text.contains("reproduced"), "{rt_text}");
+    }
+}

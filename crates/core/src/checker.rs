@@ -35,7 +35,7 @@ pub use findings::{CheckerError, DupSpan, Findings, Span, Unexpected, LIST_CAP};
 pub use message::{parse_number, MsgId};
 pub use model::{
     AttemptRecord, Attributed, Cause, CauseCount, ClientContext, Context, DuplicateEntry,
-    FaultRecord, Graded, ProducerSummary, StallFinding, Status, Verdict, NO_TXN,
+    FaultRecord, Graded, MetadataTxns, ProducerSummary, StallFinding, Status, Verdict, NO_TXN,
 };
 pub use tally::Tally;
 pub use verdict::verdict;

@@ -4,14 +4,20 @@
 //! The numbers are kept per partition, in read order, as runs `[first, count, stride]` (the
 //! numbers `first, first + stride, ..., first + (count - 1) * stride`): the numbers of
 //! partition p of P are n ≡ p (mod P), so a partition read in order is one run of stride P,
-//! and every batch the producer wrote in one piece costs one run. Besides the runs the file
+//! and every batch the producer wrote in one piece costs one run. Beside them, `txns` records
+//! which of the partition's messages had metadata naming a transaction (`txnid_most_bits`,
+//! `txnid_least_bits`), as runs `[first, count, most, least]` over the read order: what the
+//! checker needs to tell a client that never put the transaction into the metadata (the Go
+//! client, apache/pulsar-client-go#1498) from a broker that delivered an aborted message.
+//! Besides the runs the file
 //! holds the findings the read-back made (uncapped: every missing range, every duplicated
 //! range, every unexpected message with its message id), the message ids of every copy of
 //! every duplicated number, and the `checker::Context` the verdict was given.
 //!
 //! ```json
 //! {"format":1,"expected":100000,
-//!  "partitions":[{"partition":0,"messages":50000,"runs":[[0,50000,2]]}, ...],
+//!  "partitions":[{"partition":0,"messages":50000,"runs":[[0,50000,2]],
+//!                 "txns":[[0,50,0,1],[50,50,0,2], ...]}, ...],
 //!  "findings":{...},"duplicate_ids":{"17":[{"partition":1,...}, ...]},"context":{...}}
 //! ```
 
@@ -19,7 +25,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::checker::{CheckerError, Context, Findings, MsgId, Tally};
+use crate::checker::{CheckerError, Context, Findings, MetadataTxns, MsgId, Tally};
+use crate::history::TxnId;
 
 /// The file's name in the run directory.
 pub const FILE: &str = "readback.json";
@@ -40,6 +47,12 @@ impl Run {
     }
 }
 
+/// `count` consecutive numbers of a partition's read, from its `first`-th on (0-based, in read
+/// order, as `runs` list them), whose metadata names transaction (`most`, `least`)
+/// (`txnid_most_bits`, `txnid_least_bits` of `MessageMetadata`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxnRun(pub u64, pub u64, pub u64, pub u64);
+
 /// The numbers read from one partition, in read order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartitionLog {
@@ -48,6 +61,11 @@ pub struct PartitionLog {
     /// Numbers of [0, N) read (unexpected messages are not counted here).
     pub messages: u64,
     pub runs: Vec<Run>,
+    /// The numbers whose metadata names a transaction, as runs over the read order; a number
+    /// no run covers was read from a message whose metadata names none. None: not recorded
+    /// (a read-back stored before this field existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub txns: Option<Vec<TxnRun>>,
 }
 
 /// Records the numbers of a read-back as runs, partition by partition.
@@ -67,17 +85,33 @@ impl ReadLog {
             partition,
             messages: 0,
             runs: Vec::new(),
+            txns: Some(Vec::new()),
         });
     }
 
-    /// One number of [0, N), read from the current partition.
+    /// One number of [0, N), read from the current partition from a message whose metadata
+    /// names no transaction.
     #[inline]
     pub fn number(&mut self, v: u64) {
+        self.number_in(v, None);
+    }
+
+    /// One number of [0, N), read from the current partition, with the transaction its
+    /// message's metadata names (`txnid_most_bits`, `txnid_least_bits`), if any.
+    #[inline]
+    pub fn number_in(&mut self, v: u64, txn: Option<TxnId>) {
         if self.partitions.is_empty() {
             self.start_partition(-1);
         }
         let p = self.partitions.last_mut().expect("one partition at least");
+        let index = p.messages;
         p.messages += 1;
+        if let (Some(t), Some(txns)) = (txn, p.txns.as_mut()) {
+            match txns.last_mut() {
+                Some(r) if r.0 + r.1 == index && (r.2, r.3) == (t.most, t.least) => r.1 += 1,
+                _ => txns.push(TxnRun(index, 1, t.most, t.least)),
+            }
+        }
         match p.runs.last_mut() {
             Some(r) if r.1 == 1 && v >= r.0 => {
                 r.2 = v - r.0;
@@ -147,6 +181,12 @@ impl StoredReadback {
         t.finish()
     }
 
+    /// What the metadata of every copy of every duplicated number named (see
+    /// [`metadata_txns`]); None when this file did not record it.
+    pub fn metadata_txns(&self, findings: &Findings) -> Option<MetadataTxns> {
+        metadata_txns(&self.partitions, findings)
+    }
+
     /// Where this file contradicts itself: each partition's count against its runs, the
     /// stored findings against `retallied` (what `retally` gave). Empty when consistent.
     pub fn differences(&self, retallied: &Findings) -> Vec<String> {
@@ -158,6 +198,17 @@ impl StoredReadback {
                     "partition {}: {} messages recorded, its runs hold {n}",
                     p.partition, p.messages
                 ));
+            }
+            let mut from = 0;
+            for r in p.txns.iter().flatten() {
+                if r.0 < from || r.1 == 0 || r.0 + r.1 > p.messages {
+                    out.push(format!(
+                        "partition {}: transaction run [{}, {}, {}, {}] is out of order or outside its {} messages",
+                        p.partition, r.0, r.1, r.2, r.3, p.messages
+                    ));
+                    break;
+                }
+                from = r.0 + r.1;
             }
         }
         let (a, b) = (
@@ -171,6 +222,59 @@ impl StoredReadback {
         }
         out
     }
+}
+
+impl ReadLog {
+    /// What the metadata of every copy of every duplicated number named (see
+    /// [`metadata_txns`]).
+    pub fn metadata_txns(&self, findings: &Findings) -> Option<MetadataTxns> {
+        metadata_txns(&self.partitions, findings)
+    }
+}
+
+/// For every number `findings` found duplicated, the transaction the metadata of each of its
+/// copies named (None: it named none), in read order. None when a partition did not record
+/// it (a read-back stored before the record existed): nothing is known then.
+pub fn metadata_txns(partitions: &[PartitionLog], findings: &Findings) -> Option<MetadataTxns> {
+    let mut out = MetadataTxns::new();
+    if findings.duplicates.is_empty() {
+        return partitions.iter().all(|p| p.txns.is_some()).then_some(out);
+    }
+    let mut spans: Vec<(u64, u64)> = findings
+        .duplicates
+        .iter()
+        .map(|d| (d.start, d.end))
+        .collect();
+    spans.sort_unstable();
+    let duplicated = |v: u64| {
+        let i = spans.partition_point(|(s, _)| *s <= v);
+        i > 0 && v < spans[i - 1].1
+    };
+    for p in partitions {
+        let txns = p.txns.as_ref()?;
+        let mut t = txns.iter().peekable();
+        let mut index = 0u64;
+        for r in &p.runs {
+            let mut v = r.0;
+            for i in 0..r.1 {
+                if i > 0 {
+                    v = v.wrapping_add(r.2);
+                }
+                while t.peek().is_some_and(|x| x.0 + x.1 <= index) {
+                    t.next();
+                }
+                if duplicated(v) {
+                    let named = t.peek().filter(|x| x.0 <= index).map(|x| TxnId {
+                        most: x.2,
+                        least: x.3,
+                    });
+                    out.entry(v).or_default().push(named);
+                }
+                index += 1;
+            }
+        }
+    }
+    Some(out)
 }
 
 /// The differences between two JSON values as `path: left != right` lines, at most 50.
@@ -396,6 +500,7 @@ mod tests {
                 deduplication: Some(false),
                 evidence: "deduplicationStatus Disabled".into(),
             }),
+            metadata_txns: None,
         };
         StoredReadback::new(n, log, findings, dup_ids, context)
     }
@@ -462,6 +567,65 @@ mod tests {
                 r#"verdict.missing: 1 entries != 2"#.to_string(),
                 r#"verdict.missing[0].start: 1 != 2"#.to_string(),
             ]
+        );
+    }
+
+    /// What each copy's metadata named is recorded as runs over the read order, only where it
+    /// names a transaction, and given back for the duplicated numbers; a file stored before
+    /// the record existed loads with none, and then nothing is known.
+    #[test]
+    fn the_metadata_txns_are_recorded_compactly_and_old_files_know_none() {
+        let t = |least| Some(TxnId { most: 1, least });
+        let mut log = ReadLog::new();
+        let mut tally = Tally::uncapped(20);
+        log.start_partition(0);
+        // [0, 10) in (1,7) (aborted, yet readable: named), [0, 10) again naming nothing,
+        // [10, 20) in (1,8).
+        let reads = (0..10u64)
+            .map(|v| (v, t(7)))
+            .chain((0..10).map(|v| (v, None)))
+            .chain((10..20).map(|v| (v, t(8))));
+        for (v, txn) in reads {
+            tally.observe_value(v);
+            log.number_in(v, txn);
+        }
+        let findings = tally.finish().unwrap();
+        assert_eq!(
+            log.partitions()[0].txns,
+            Some(vec![TxnRun(0, 10, 1, 7), TxnRun(20, 10, 1, 8)])
+        );
+        let md = log.metadata_txns(&findings).unwrap();
+        assert_eq!(md.len(), 10);
+        assert_eq!(md[&3], vec![t(7), None]);
+        assert!(!md.contains_key(&12));
+        let stored = StoredReadback::new(
+            20,
+            log,
+            findings.clone(),
+            BTreeMap::new(),
+            Context::default(),
+        );
+        let text = serde_json::to_string(&stored).unwrap();
+        assert!(
+            text.contains(r#""txns":[[0,10,1,7],[20,10,1,8]]"#),
+            "{text}"
+        );
+        let back: StoredReadback = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.metadata_txns(&findings), Some(md));
+        // A file of before: no `txns`.
+        let old = text.replace(r#","txns":[[0,10,1,7],[20,10,1,8]]"#, "");
+        assert_ne!(old, text);
+        let back: StoredReadback = serde_json::from_str(&old).unwrap();
+        assert_eq!(back.partitions[0].txns, None);
+        assert_eq!(back.metadata_txns(&findings), None);
+        assert!(back.differences(&back.retally().unwrap()).is_empty());
+        // A record naming more messages than the partition read contradicts the file.
+        let mut bad = stored.clone();
+        bad.partitions[0].txns = Some(vec![TxnRun(25, 10, 1, 8)]);
+        let d = bad.differences(&findings);
+        assert!(
+            d.len() == 1 && d[0].contains("outside its 30 messages"),
+            "{d:?}"
         );
     }
 }

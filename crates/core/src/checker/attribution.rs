@@ -508,6 +508,57 @@ fn client_resend(c: &super::model::ClientContext, records: &[&AttemptRecord]) ->
     }
 }
 
+/// Numbers of transactions an official client aborted are readable, and the read-back's record
+/// of the copies' metadata shows why: for every number of `span`, some copy names no
+/// transaction and none names an aborted one. The broker filters an aborted transaction's
+/// messages by the transaction their metadata names, so a message whose metadata names none is
+/// delivered as non-transactional: the client did not put the transaction it sent them in
+/// into the metadata. None (Pulsar's, as before) for the own client, without the record, or
+/// when a copy names an aborted transaction (then the broker delivered an aborted message).
+fn client_no_txn_metadata(aborted: &[&AttemptRecord], span: Span, ctx: &Context) -> Option<String> {
+    use crate::clients::ClientKind;
+    let c = ctx.client.as_ref()?;
+    if !matches!(
+        ClientKind::parse(&c.client),
+        Some(ClientKind::Java | ClientKind::Go)
+    ) {
+        return None;
+    }
+    let md = ctx.metadata_txns.as_ref()?;
+    let named: BTreeSet<TxnId> = aborted.iter().map(|a| a.txn).collect();
+    let (mut copies, mut nameless) = (0usize, 0usize);
+    for v in span.start..span.end {
+        let seen = md.get(&v)?;
+        if seen.iter().flatten().any(|t| named.contains(t)) || !seen.iter().any(Option::is_none) {
+            return None;
+        }
+        copies += seen.len();
+        nameless += seen.iter().filter(|t| t.is_none()).count();
+    }
+    let what = if nameless == copies {
+        format!(
+            "all {copies} copies read of these numbers carry no transaction id in their metadata"
+        )
+    } else {
+        format!("{nameless} of the {copies} copies read of these numbers carry no transaction id in their metadata and none names the aborted transaction")
+    };
+    let issue = match ClientKind::parse(&c.client) {
+        Some(ClientKind::Go) => " (apache/pulsar-client-go#1498)",
+        _ => "",
+    };
+    Some(format!(
+        "transaction {} ended aborted through the {} client (or was never asked to commit), yet its messages are readable: {what}, although the {} client sent them in transaction {}; the broker delivers a message whose metadata names no transaction as non-transactional{issue}: a failure of the client, not of Pulsar",
+        ids(aborted),
+        c.client,
+        c.client,
+        aborted
+            .iter()
+            .map(|a| a.txn.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+    ))
+}
+
 /// Cause and explanation of numbers that arrived more than once. Pure.
 fn attribute_duplicate(records: &[&AttemptRecord], span: Span, ctx: &Context) -> (Cause, String) {
     if (span.start..span.end).all(|n| ctx.sabotage_duplicate.contains(&n)) {
@@ -557,6 +608,9 @@ fn attribute_duplicate(records: &[&AttemptRecord], span: Span, ctx: &Context) ->
         })
         .collect();
     if !aborted.is_empty() {
+        if let Some(why) = client_no_txn_metadata(&aborted, span, ctx) {
+            return (Cause::ClientNoTxnMetadata, why);
+        }
         return (
             Cause::Pulsar,
             format!(

@@ -109,6 +109,14 @@ pub enum Cause {
     /// configuration's documented behaviour, not a Pulsar bug. Still not exactly-once, so a
     /// violation; the remedy is deduplication.
     ClientResend,
+    /// Numbers of a transaction the official client aborted are readable, and the copies read
+    /// name no transaction in their metadata (`txnid_most_bits`/`txnid_least_bits`) although
+    /// the client sent them in one: the broker filters an aborted transaction's messages by
+    /// the transaction their metadata names, so it delivers such a message as
+    /// non-transactional (the Go client, apache/pulsar-client-go#1498). Not exactly-once, so a
+    /// violation, but the client's, not Pulsar's.
+    #[serde(rename = "client_txn_metadata")]
+    ClientNoTxnMetadata,
     /// The scenario's `sabotage` asked for it (the checker's own self-test).
     Sabotage,
     /// No producer history was given (`verify` without `--history`): the range check alone,
@@ -131,6 +139,7 @@ impl fmt::Display for Cause {
             Cause::Ambiguity => "ambiguity",
             Cause::Harness => "harness",
             Cause::ClientResend => "client_resend",
+            Cause::ClientNoTxnMetadata => "client_txn_metadata",
             Cause::Sabotage => "sabotage",
             Cause::Unknown => "unknown",
         })
@@ -471,7 +480,15 @@ pub struct Context {
     /// the broker's deduplication was on for the topic, in the broker's own words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientContext>,
+    /// What the metadata of each copy of each duplicated number named: derived from the
+    /// read-back's own record (`readlog::metadata_txns`), never stored with the context. None:
+    /// not recorded (a read-back stored before the record existed), nothing is known.
+    #[serde(skip)]
+    pub metadata_txns: Option<MetadataTxns>,
 }
+
+/// Number -> the transaction each of its copies' metadata named (None: none), in read order.
+pub type MetadataTxns = BTreeMap<u64, Vec<Option<TxnId>>>;
 
 /// What the checker needs to know of an official client's run: a duplicate inside one
 /// transaction may be the client library's own resend of a pending batch after a reconnect,

@@ -467,3 +467,95 @@ fn strided_duplicates_of_the_own_client_stay_one_range_each() {
     assert!(v.duplicates.iter().all(|d| d.what.ranges.is_empty()));
     assert!(v.duplicates.iter().all(|d| d.cause == Cause::Pulsar));
 }
+
+/// Numbers of a transaction an official client aborted are readable twice (the aborted copy
+/// and the committed resend): when the copies read name no transaction in their metadata, the
+/// client never put it there (apache/pulsar-client-go#1498) and the cause names the client;
+/// when a copy names the aborted transaction, the broker delivered an aborted message: Pulsar's.
+/// Without the record (an old read-back) or with the own client, Pulsar's as before.
+#[test]
+fn readable_aborted_numbers_without_a_txn_id_in_their_metadata_are_the_clients() {
+    let h = vec![
+        opened(0, 1, T1, vec![(0, 10)], None),
+        outcome(
+            1,
+            1,
+            T1,
+            Outcome::Aborted,
+            "go client: Abort() returned no error",
+        ),
+        opened(2, 2, T2, vec![(0, 10)], Some(1)),
+        outcome(
+            3,
+            2,
+            T2,
+            Outcome::Committed,
+            "go client: Commit() returned no error",
+        ),
+        finished(4, true),
+    ];
+    let md = |first: Option<TxnId>, second: Option<TxnId>| {
+        Some((0..10).map(|v| (v, vec![first, second])).collect())
+    };
+    let ctx = |client: &str, metadata_txns| Context {
+        metadata_txns,
+        ..client_ctx(client, Some(false))
+    };
+    // The go client: no copy names a transaction.
+    let v = grade(&twice(), h.clone(), &ctx("go", md(None, None)));
+    assert_eq!(v.status, Status::Violation);
+    assert_eq!(v.duplicates.len(), 1);
+    let d = &v.duplicates[0];
+    assert_eq!(d.cause, Cause::ClientNoTxnMetadata);
+    assert_eq!(d.attempts, vec![1, 2]);
+    for words in [
+        "all 20 copies read of these numbers carry no transaction id in their metadata",
+        "although the go client sent them in transaction (0,1)",
+        "the broker delivers a message whose metadata names no transaction as non-transactional (apache/pulsar-client-go#1498)",
+    ] {
+        assert!(d.explanation.contains(words), "{words}: {}", d.explanation);
+    }
+    assert_eq!(
+        v.graded.by_cause.keys().collect::<Vec<_>>(),
+        vec![&Cause::ClientNoTxnMetadata]
+    );
+    assert!(v.summary.contains("client_txn_metadata"), "{}", v.summary);
+    let json = serde_json::to_string(&v).unwrap();
+    assert!(json.contains(r#""cause":"client_txn_metadata""#), "{json}");
+    let back: crate::checker::Verdict = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, v);
+    // The committed resend names its transaction, the aborted copy none: still the client's.
+    let v = grade(&twice(), h.clone(), &ctx("java", md(None, Some(T2))));
+    assert_eq!(v.duplicates[0].cause, Cause::ClientNoTxnMetadata);
+    assert!(
+        v.duplicates[0].explanation.contains("10 of the 20 copies"),
+        "{}",
+        v.duplicates[0].explanation
+    );
+    assert!(!v.duplicates[0].explanation.contains("#1498"));
+    // A copy names the aborted transaction: the broker delivered an aborted message.
+    let v = grade(&twice(), h.clone(), &ctx("go", md(Some(T1), Some(T2))));
+    assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+    let v = grade(&twice(), h.clone(), &ctx("go", md(Some(T1), None)));
+    assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+    // Every copy names a transaction: nothing points at the client.
+    let v = grade(&twice(), h.clone(), &ctx("go", md(Some(T2), Some(T2))));
+    assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+    // No record (a read-back stored before it existed), or a number missing from it.
+    let v = grade(&twice(), h.clone(), &ctx("go", None));
+    assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+    let mut partial = md(None, None).unwrap();
+    partial.remove(&4);
+    let v = grade(&twice(), h.clone(), &ctx("go", Some(partial)));
+    assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+    // The own client: Pulsar's, as before.
+    let v = grade(
+        &twice(),
+        h,
+        &Context {
+            metadata_txns: md(None, None),
+            ..Context::default()
+        },
+    );
+    assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+}
