@@ -22,6 +22,10 @@
 #   MESSAGES_<T>          per-size override of both, e.g. MESSAGES_10=50000 MESSAGES_none=2000000
 #   TXN_SIZES="100 10 1000 none"   messages per transaction; "none" = no transactions
 #   REPEATS=3             A/B pairs per size
+#   CLIENTS="own"         the clients A runs through, each once per round before B: own (the
+#                         harness's protocol client), java, go (the official clients in their
+#                         driver processes, docs/drivers.md); each gets its own ratio to the
+#                         round's B, e.g. CLIENTS="own java go" TXN_SIZES="10 100"
 #   CONCURRENCY=4         see "the mapping" below
 #   OURS_CONCURRENCY=$CONCURRENCY   A's concurrency alone
 #   COMMITS_IN_FLIGHT     A's commits_in_flight (commits one worker may have under way); unset:
@@ -101,6 +105,7 @@ while [ $# -gt 0 ]; do
 done
 
 TXN_SIZES=${TXN_SIZES:-"100 10 1000 none"}
+CLIENTS=${CLIENTS:-own}
 REPEATS=${REPEATS:-3}
 CONCURRENCY=${CONCURRENCY:-4}
 OURS_CONCURRENCY=${OURS_CONCURRENCY:-$CONCURRENCY}
@@ -137,12 +142,13 @@ messages_for() {
   echo "${!var:-${MESSAGES:-$def}}"
 }
 
-# A: our producer. Sets RESULT="msg_per_s seconds detail" or fails.
+# A: our producer, through client $4 (own, java, go). Sets RESULT="msg_per_s seconds detail"
+# or fails.
 run_ours() {
-  local t=$1 n=$2 rep=$3 txns=true size=$1
+  local t=$1 n=$2 rep=$3 client=${4:-own} txns=true size=$1
   if [ "$t" = none ]; then txns=false; size=$NOTXN_CHUNK; fi
   SEQ=$((SEQ + 1))
-  local dir="$WORK_DIR/a-$t-$rep-$SEQ"
+  local dir="$WORK_DIR/a-$client-$t-$rep-$SEQ"
   mkdir -p "$dir"
   cat >"$dir/scenario.yaml" <<EOF
 name: bench-producer-$t
@@ -158,9 +164,10 @@ ${COMMITS_IN_FLIGHT:+$([ "$txns" = true ] && echo "  commits_in_flight: $COMMITS
   message_size: $MESSAGE_SIZE
   transactions: $txns
   deadline: 4h
+$([ "$client" != own ] && echo "  client: $client")
 faults: []
 EOF
-  run_scenario "$dir" "txn_size $t, repeat $rep" || return 1
+  run_scenario "$dir" "txn_size $t, repeat $rep, client $client" || return 1
   local pj=$PRODUCER_JSON rate secs committed complete lat
   rate=$(json_value "$pj" messages_per_s)
   secs=$(json_value "$pj" elapsed_s)
@@ -240,6 +247,9 @@ measure() {
 for v in REPEATS CONCURRENCY BATCH_SIZE MESSAGE_SIZE NOTXN_CHUNK; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "$v must be a positive integer (got '${!v}')" >&2; exit 2; }
 done
+for c in $CLIENTS; do
+  case "$c" in own|java|go) ;; *) echo "CLIENTS: '$c' is not one of own, java, go" >&2; exit 2 ;; esac
+done
 for t in $TXN_SIZES; do
   [[ $t =~ ^[1-9][0-9]*$ || $t == none ]] || { echo "TXN_SIZES: '$t' is neither a number nor 'none'" >&2; exit 2; }
   [[ $(messages_for "$t") =~ ^[1-9][0-9]*$ ]] || { echo "messages for txn_size $t must be a positive integer" >&2; exit 2; }
@@ -256,59 +266,72 @@ cluster_up
 
 printf 'txn_size\trepeat\ttool\tmessages\tseconds\tmsg_per_s\tdetail\n' >"$TSV"
 {
-  echo "# bench/producer.sh $STAMP: messages=${MESSAGES:-per size} repeats=$REPEATS concurrency=$CONCURRENCY ours_concurrency=$OURS_CONCURRENCY commits_in_flight=${COMMITS_IN_FLIGHT:-default} batch_size=$BATCH_SIZE message_size=$MESSAGE_SIZE notxn_chunk=$NOTXN_CHUNK perf_outstanding=$PERF_OUTSTANDING"
+  echo "# bench/producer.sh $STAMP: clients=($CLIENTS) messages=${MESSAGES:-per size} repeats=$REPEATS concurrency=$CONCURRENCY ours_concurrency=$OURS_CONCURRENCY commits_in_flight=${COMMITS_IN_FLIGHT:-default} batch_size=$BATCH_SIZE message_size=$MESSAGE_SIZE notxn_chunk=$NOTXN_CHUNK perf_outstanding=$PERF_OUTSTANDING"
   echo "# image: ${IMAGE:-default}  service: $SERVICE_URL  $(nproc) cores"
   printf '%-8s %-6s %-12s %10s %9s %12s  %s\n' txn_size repeat tool messages seconds msg/s detail
 } | tee "$TXT"
 
 failed=0
-declare -A RATIOS A_RATES B_RATES
+# Per size (and client): A's rates and its ratios to the round's B; B's rates per size.
+declare -A RATIOS A_RATES B_RATES GOT
+# A's tool name: "ours" for the own client (as before), "ours-java", "ours-go".
+tool_of() { if [ "$1" = own ]; then echo ours; else echo "ours-$1"; fi; }
 for t in $TXN_SIZES; do
   n=$(messages_for "$t")
   for rep in $(seq 1 "$REPEATS"); do
-    # A pair counts only when both runs used the same standalone: if it was replaced in
-    # between (see measure), the pair is run again on the new one.
+    # A round counts only when all its runs used the same standalone: if it was replaced in
+    # between (see measure), the round is run again on the new one.
     for pair_try in 1 2 3; do
       gen=$CLUSTER_GEN
-      a=""; b=""; lines=()
-      for tool in ours pulsar-perf; do
-        fn=run_ours; [ "$tool" = pulsar-perf ] && fn=run_perf
-        if measure "$fn" "$t" "$n" "$rep"; then
+      GOT=()
+      b=""; lines=()
+      for tool in $CLIENTS pulsar-perf; do
+        if [ "$tool" = pulsar-perf ]; then
+          name=pulsar-perf; ok=0; measure run_perf "$t" "$n" "$rep" || ok=1
+        else
+          name=$(tool_of "$tool"); ok=0; measure run_ours "$t" "$n" "$rep" "$tool" || ok=1
+        fi
+        if [ "$ok" = 0 ]; then
           read -r rate secs detail <<<"$RESULT"
           warn=""
           awk -v s="$secs" 'BEGIN { exit !(s < 15) }' && warn=" (under 15 s: raise MESSAGES)"
-          lines+=("$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s' "$t" "$rep" "$tool" "$n" "$secs" "$rate" "$detail")")
-          printf '%-8s %-6s %-12s %10s %9.2f %12.1f  %s%s\n' "$t" "$rep" "$tool" "$n" "$secs" "$rate" "$detail" "$warn" | tee -a "$TXT"
-          if [ "$tool" = ours ]; then a=$rate; else b=$rate; fi
+          lines+=("$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s' "$t" "$rep" "$name" "$n" "$secs" "$rate" "$detail")")
+          printf '%-8s %-6s %-12s %10s %9.2f %12.1f  %s%s\n' "$t" "$rep" "$name" "$n" "$secs" "$rate" "$detail" "$warn" | tee -a "$TXT"
+          if [ "$tool" = pulsar-perf ]; then b=$rate; else GOT[$tool]=$rate; fi
         else
-          lines+=("$(printf '%s\t%s\t%s\t%s\tNA\tNA\tfailed' "$t" "$rep" "$tool" "$n")")
-          printf '%-8s %-6s %-12s %10s %9s %12s  failed\n' "$t" "$rep" "$tool" "$n" NA NA | tee -a "$TXT"
+          lines+=("$(printf '%s\t%s\t%s\t%s\tNA\tNA\tfailed' "$t" "$rep" "$name" "$n")")
+          printf '%-8s %-6s %-12s %10s %9s %12s  failed\n' "$t" "$rep" "$name" "$n" NA NA | tee -a "$TXT"
         fi
       done
       if [ "$gen" = "$CLUSTER_GEN" ] || [ "$pair_try" = 3 ]; then break; fi
-      log "the standalone was replaced during this pair: running the pair again"
-      printf '%-8s %-6s  (the pair above is discarded: the standalone was replaced)\n' "$t" "$rep" | tee -a "$TXT"
+      log "the standalone was replaced during this round: running the round again"
+      printf '%-8s %-6s  (the round above is discarded: the standalone was replaced)\n' "$t" "$rep" | tee -a "$TXT"
     done
     printf '%s\n' "${lines[@]}" >>"$TSV"
-    [ -n "$a" ] || failed=1
     [ -n "$b" ] || failed=1
-    [ -n "$a" ] && A_RATES[$t]+="$a "
     [ -n "$b" ] && B_RATES[$t]+="$b "
-    if [ -n "$a" ] && [ -n "$b" ]; then
-      RATIOS[$t]+="$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f", a / b }') "
-    fi
+    for c in $CLIENTS; do
+      a=${GOT[$c]:-}
+      [ -n "$a" ] || failed=1
+      [ -n "$a" ] && A_RATES[$t,$c]+="$a "
+      if [ -n "$a" ] && [ -n "$b" ]; then
+        RATIOS[$t,$c]+="$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f", a / b }') "
+      fi
+    done
   done
 done
 
 {
   echo
-  echo "# summary: median msg/s of each tool, and the median of the per-pair ratios A/B (ours / pulsar-perf)"
-  printf '%-8s %14s %14s %12s  %s\n' txn_size ours_median perf_median ratio_A/B pairs
+  echo "# summary: median msg/s of each tool, and the median of the per-round ratios A/B (ours through that client / pulsar-perf)"
+  printf '%-8s %-7s %14s %14s %12s  %s\n' txn_size client ours_median perf_median ratio_A/B rounds
   for t in $TXN_SIZES; do
-    am=$(tr ' ' '\n' <<<"${A_RATES[$t]:-}" | grep . | median)
     bm=$(tr ' ' '\n' <<<"${B_RATES[$t]:-}" | grep . | median)
-    rm_=$(tr ' ' '\n' <<<"${RATIOS[$t]:-}" | grep . | median)
-    printf '%-8s %14s %14s %12s  %s\n' "$t" "$am" "$bm" "$rm_" "${RATIOS[$t]:-none}"
+    for c in $CLIENTS; do
+      am=$(tr ' ' '\n' <<<"${A_RATES[$t,$c]:-}" | grep . | median)
+      rm_=$(tr ' ' '\n' <<<"${RATIOS[$t,$c]:-}" | grep . | median)
+      printf '%-8s %-7s %14s %14s %12s  %s\n' "$t" "$c" "$am" "$bm" "$rm_" "${RATIOS[$t,$c]:-none}"
+    done
   done
 } | tee -a "$TXT"
 log "results: $TSV and $TXT"
