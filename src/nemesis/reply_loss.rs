@@ -12,11 +12,14 @@
 //!   listener ([`ReplyLossProxy::service_url`]) and the proxy rewrites every broker address the
 //!   brokers send it (the `brokerServiceUrl` of a LOOKUP_RESPONSE, whether `Connect` or
 //!   `Redirect`) to that broker's listener, so that every connection the client opens after a
-//!   lookup comes back through the proxy. (Pulsar's own proxy answers with
+//!   lookup comes back through the proxy (`brokerServiceUrlTls` is cleared: a client told to
+//!   use TLS would otherwise go around it). (Pulsar's own proxy answers with
 //!   `proxyThroughServiceUrl` instead, but it follows redirects itself and answers only
-//!   `Connect`, which a byte-level forwarder cannot.) Not
-//!   rewritten: the broker URL a CLOSE_PRODUCER carries under the extensible load manager
-//!   (PIP-307); the harness's clusters run the default load manager.
+//!   `Connect`, which a byte-level forwarder cannot.) Not rewritten: the broker URL a
+//!   CLOSE_PRODUCER or CLOSE_CONSUMER carries under the extensible load manager (PIP-307), and
+//!   TOPIC_MIGRATED (cluster migration); the harness's clusters run the default load manager
+//!   and migrate nothing. A LOOKUP_RESPONSE whose command holds fields the protocol buffers
+//!   here do not know (its size is not what they encode again) is forwarded unchanged.
 //!
 //! A frame is `[total size: u32 BE][command size: u32 BE][BaseCommand][metadata + payload]`;
 //! the proxy decodes the command only and forwards the bytes it read unchanged. In the client
@@ -182,7 +185,16 @@ pub fn readdressed(c: &BaseCommand, routes: &HashMap<String, String>) -> Option<
     let r = c.lookup_topic_response.as_mut()?;
     let to = routes.get(&crate::txn::host_port(r.broker_service_url.as_deref()?))?;
     r.broker_service_url = Some(format!("pulsar://{to}"));
+    r.broker_service_url_tls = None;
     Some(c)
+}
+
+/// Whether `c`, decoded from `frame`, encodes to as many bytes as the frame's command held:
+/// not so when the command carried fields these protocol buffers do not know (decoding drops
+/// them), and then it must not be encoded again.
+pub fn encodes_as_read(frame: &[u8], c: &BaseCommand) -> bool {
+    frame.len() >= 8
+        && u32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]) as usize == c.encoded_len()
 }
 
 /// A frame holding `c` alone (no metadata, no payload), as the protocol delimits it.
@@ -458,10 +470,9 @@ impl ReplyLossProxy {
                 };
                 let mut frame = buf.split_to(len);
                 let command = command_of(&frame).ok();
-                if let Some(c) = command
-                    .as_ref()
-                    .filter(|_| self.addressing == Addressing::Rewritten)
-                {
+                if let Some(c) = command.as_ref().filter(|c| {
+                    self.addressing == Addressing::Rewritten && encodes_as_read(&frame, c)
+                }) {
                     match self.readdress(c).await {
                         Ok(Some(f)) => frame = BytesMut::from(&f[..]),
                         Ok(None) => {}
@@ -833,6 +844,7 @@ mod tests {
                 r.broker_service_url.as_deref(),
                 Some("pulsar://127.0.0.1:41000")
             );
+            assert_eq!(r.broker_service_url_tls, None);
             assert_eq!(
                 (r.response, r.request_id, r.authoritative),
                 (Some(kind as i32), 4, Some(true))
@@ -849,5 +861,24 @@ mod tests {
     fn a_command_only_frame_matches_the_codec() {
         let c = end_txn_response(9);
         assert_eq!(frame_of(&c), encode(c, None));
+    }
+
+    #[test]
+    fn a_command_with_fields_unknown_here_is_not_encoded_again() {
+        let c = lookup_response(
+            "pulsar://10.0.0.7:6650",
+            proto::command_lookup_topic_response::LookupType::Connect,
+        );
+        let f = frame_of(&c);
+        assert!(encodes_as_read(&f, &command_of(&f).unwrap()));
+        // The same command followed by an unknown field (number 99, varint 1) inside the
+        // command: decoding drops it, so the size read is not the size encoded.
+        let mut body = c.encode_to_vec();
+        body.extend_from_slice(&[0x98, 0x06, 0x01]);
+        let mut g = ((4 + body.len()) as u32).to_be_bytes().to_vec();
+        g.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        g.extend_from_slice(&body);
+        let back = command_of(&g).unwrap();
+        assert!(!encodes_as_read(&g, &back));
     }
 }

@@ -138,6 +138,9 @@ pub enum Meaning {
     /// The coordinator's own words name the transaction's state: read it from the message
     /// (COMMITTING/COMMITTED → committed; ABORTING/ABORTED/TIME_OUT → aborted; else ambiguous).
     CoordinatorState,
+    /// The coordinator does not know the transaction, answering the only END_TXN of this
+    /// commit that reached it (see `CommitAnswer::NotFound`).
+    NotFound,
     /// The client refused before sending anything: no request left the process.
     NotSent,
     /// As `NotSent`, and the client will refuse every later request on this transaction the
@@ -215,6 +218,7 @@ pub fn classify_commit(kind: ClientKind, answer: &Result<(), ClientError>) -> Co
         },
         Meaning::NotSent | Meaning::NotSentForGood => CommitAnswer::NotSent(text),
         Meaning::Fatal => CommitAnswer::Fatal(text),
+        Meaning::NotFound => CommitAnswer::NotFound(text),
         Meaning::Ambiguous => CommitAnswer::Ambiguous(text),
     }
 }

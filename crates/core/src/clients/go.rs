@@ -10,12 +10,14 @@
 //! it first moves the transaction object's own state from TxnOpen to TxnCommitting and refuses
 //! with InvalidStatus if it is not TxnOpen; it waits for the transaction's pending sends (at
 //! most the operation timeout); only then does it send END_TXN
-//! (transaction_coordinator_client.go `endTxn`). The handler sends that END_TXN again by itself
-//! when its connection closes before the answer (`checkRetriableError` puts the operation back
-//! on the handler's queue on ErrConnectionClosed), so one Commit may send END_TXN more than once.
-//! After an answer other than TransactionNotFound or InvalidStatus (a timeout, another server
-//! error) the state stays TxnCommitting, so every later Commit or Abort on that object is
-//! refused locally: the application cannot ask a second time.
+//! (transaction_coordinator_client.go `endTxn`), once: the handler puts an operation back on its
+//! queue only for `internal.ErrConnectionClosed` (`checkRetriableError`), which the connection
+//! gives a request it refused before writing it (connection.go `SendRequest`); a written request
+//! whose connection closes is failed with another error value of the same text
+//! (`failPendingRequests(errConnectionClosed)`, connection.go) and not sent again. After an
+//! answer other than TransactionNotFound or InvalidStatus (a timeout, a closed connection,
+//! another server error) the state stays TxnCommitting, so every later Commit or Abort on that
+//! object is refused locally: the Go client never sends a second END_TXN for a transaction.
 //!
 //! No row is `CoordinatorState`: error.go `getErrorFromServerError` keeps only the server error
 //! code (`ServerError.String()`) and drops the broker's message, so the state the coordinator
@@ -60,13 +62,15 @@ pub const COMMIT_ROWS: &[Row] = &[
     Row {
         class: "TransactionNoFoundError",
         message_contains: None,
-        meaning: Meaning::Ambiguous,
+        meaning: Meaning::NotFound,
         source: "pulsar/error.go getErrorFromServerError: the coordinator's EndTxnResponse \
                  carried ServerError_TransactionNotFound (transaction_coordinator_client.go \
-                 (*transactionHandler).endTxn); no other path of Commit yields this Result. Not \
-                 proof that no commit applied: endTxn's checkRetriableError sends the same \
-                 END_TXN again after ErrConnectionClosed, so this may answer a second END_TXN \
-                 after a first one committed and lost its answer with its connection",
+                 (*transactionHandler).endTxn); no other path of Commit yields this Result. It \
+                 answers the only END_TXN of the transaction that reached the coordinator: \
+                 checkRetriableError re-queues an END_TXN only on internal.ErrConnectionClosed, \
+                 given to a request refused before it was written (connection.go SendRequest); \
+                 a written one whose connection closed fails with errConnectionClosed \
+                 (failPendingRequests) and is not resent",
     },
     Row {
         class: "InvalidStatus",
@@ -191,15 +195,16 @@ mod tests {
     }
 
     #[test]
-    fn transaction_not_found_is_ambiguous_because_the_client_resends_end_txn_itself() {
+    fn transaction_not_found_is_not_found_the_go_client_sends_end_txn_once() {
+        // Unlike the Java client's, which sends a pending END_TXN again on reconnect.
         let m = "TransactionNotFound: TransactionNoFoundError";
         assert_eq!(
             meaning("TransactionNoFoundError", m),
-            Some(Meaning::Ambiguous)
+            Some(Meaning::NotFound)
         );
         assert!(matches!(
             classify_commit(ClientKind::Go, &Err(err("TransactionNoFoundError", m))),
-            CommitAnswer::Ambiguous(_)
+            CommitAnswer::NotFound(_)
         ));
     }
 

@@ -58,7 +58,7 @@ pub const COMMIT_ROWS: &[Row] = &[
                  forgotten). Not proof that no commit applied, because one commit() may send \
                  END_TXN more than once: the handler sends a pending request again on its next \
                  connection. Seen through the reply_loss proxy on 4.2.4: one commit() of (0,6), \
-                 three END_TXN replies dropped in 0.2 s with their connections, the first commit \
+                 three END_TXN replies (a `count: 3` fault) dropped in 0.2 s with their connections, one request id, the first commit \
                  applied, and commit() failed with this; an application that resends then \
                  duplicates (#19629's pattern). Also seen: a commit timed out while the broker \
                  was paused, the second commit() got this, the messages were committed.",
