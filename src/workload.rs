@@ -240,6 +240,9 @@ pub struct Producer {
     /// registered) + as many spares + `send_slots` + `commit_slots` transactions are open
     /// (3 + `commits_in_flight` per worker).
     commit_slots: Arc<tokio::sync::Semaphore>,
+    /// When each open transaction's NEW_TXN was first asked for (an upper bound on its age at
+    /// the coordinator), taken by its commit or abort: `policy::not_found_with_age`.
+    opened: Mutex<std::collections::HashMap<crate::history::TxnId, std::time::Instant>>,
 }
 
 impl Producer {
@@ -322,6 +325,7 @@ impl Producer {
             commit_slots: Arc::new(tokio::sync::Semaphore::new(
                 cfg.concurrency.max(1) as usize * cfg.commits_in_flight.max(1) as usize,
             )),
+            opened: Mutex::new(std::collections::HashMap::new()),
             cfg,
         })
     }

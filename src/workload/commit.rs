@@ -30,6 +30,7 @@ impl Producer {
             txn,
             reason: reason.clone(),
         });
+        self.opened.lock().expect("lock").remove(&txn);
         self.stats.aborted.fetch_add(1, Ordering::Relaxed);
         self.history.record(EventBody::TxnOutcome {
             attempt,
@@ -61,6 +62,7 @@ impl Producer {
     ) -> Result<End, WorkloadError> {
         let n = receipts.len() as u64;
         let mut state = CommitState::default();
+        let opened = self.opened.lock().expect("lock").remove(&txn);
         let patience = self.cfg.txn_timeout + Duration::from_secs(30);
         let first = Instant::now();
         let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
@@ -74,6 +76,11 @@ impl Producer {
             self.stats.commits_in_flight.fetch_add(1, Ordering::SeqCst);
             let t = Instant::now();
             let (answer, for_good) = self.commit_once(attempt, txn).await;
+            let answer = policy::not_found_with_age(
+                answer,
+                opened.map(|o| o.elapsed()),
+                self.cfg.txn_timeout,
+            );
             self.stats.commits_in_flight.fetch_sub(1, Ordering::SeqCst);
             // A stopped producer asks no more (a stall must end the run promptly), nor does one
             // whose client will refuse every later commit of this transaction.

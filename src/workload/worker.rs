@@ -204,9 +204,20 @@ impl Producer {
                 least: attempt,
             }));
         }
-        if let Some(d) = &self.driver {
-            return self.open_txn_with(d.clone(), deadline).await;
+        let asked = std::time::Instant::now();
+        let opened = if let Some(d) = &self.driver {
+            self.open_txn_with(d.clone(), deadline).await
+        } else {
+            self.open_own_txn(deadline).await
+        };
+        if let Ok(Some(t)) = &opened {
+            self.opened.lock().expect("lock").insert(*t, asked);
         }
+        opened
+    }
+
+    /// A new transaction through the own client's coordinators.
+    async fn open_own_txn(&self, deadline: Instant) -> Result<Option<TxnId>, WorkloadError> {
         // NEW_TXN is retried until the run's deadline; a stop (a stall, a signal) must not wait
         // for that (seen: a stall declared at 378 s, the producer ending at 1,816 s while every
         // worker retried NEW_TXN on a cluster whose broker had exited). No number is taken yet,

@@ -105,6 +105,29 @@ pub enum Step {
     Fatal(String),
 }
 
+/// A TransactionNotFound read with the transaction's age: `age` bounds from above how long the
+/// coordinator has known the transaction (measured from before its NEW_TXN was asked), `timeout`
+/// is the timeout it was opened with. While `age < timeout` the coordinator cannot have timed
+/// it out, so "not found" does not show an abort: the answer is ambiguous. Seen with the own
+/// client under coordinator moves and an unload while committing (4.2.4): the only END_TXN
+/// COMMIT of a 1.6-s-old transaction with a 20-s timeout was answered TransactionNotFound after
+/// the coordinator had logged the commit's partition failure, and the commit applied. Every
+/// other answer, and a NotFound without a known age, is returned as it is.
+pub fn not_found_with_age(
+    answer: CommitAnswer,
+    age: Option<std::time::Duration>,
+    timeout: std::time::Duration,
+) -> CommitAnswer {
+    match (answer, age) {
+        (CommitAnswer::NotFound(m), Some(age)) if age < timeout => CommitAnswer::Ambiguous(format!(
+            "TransactionNotFound for a transaction at most {:.1}s old, younger than its {}s timeout, so not a timeout's abort: {m}",
+            age.as_secs_f64(),
+            timeout.as_secs()
+        )),
+        (answer, _) => answer,
+    }
+}
+
 /// The next step after `answer`. `may_retry`: time is left to ask again (the caller's clock).
 pub fn next(
     state: &mut CommitState,

@@ -272,3 +272,33 @@ fn property_resend_only_after_a_definitive_abort_or_an_invisible_read() {
         }
     }
 }
+
+#[test]
+fn not_found_for_a_transaction_younger_than_its_timeout_is_ambiguous() {
+    // Regression (coordinator-chaos under naive, 4.2.4): a NotFound to the only commit of a
+    // 1.6-s-old transaction was taken for a timeout's abort; the commit had applied.
+    use std::time::Duration;
+    let t = Duration::from_secs(20);
+    let nf = || CommitAnswer::NotFound("gone".into());
+    assert!(matches!(
+        not_found_with_age(nf(), Some(Duration::from_millis(1600)), t),
+        CommitAnswer::Ambiguous(ref m) if m.contains("younger than its 20s timeout") && m.contains("gone")
+    ));
+    // Old enough to have timed out, or of unknown age: as before.
+    assert_eq!(not_found_with_age(nf(), Some(t), t), nf());
+    assert_eq!(
+        not_found_with_age(nf(), Some(Duration::from_secs(25)), t),
+        nf()
+    );
+    assert_eq!(not_found_with_age(nf(), None, t), nf());
+    // Other answers pass through.
+    let c = CommitAnswer::Committed("ok".into());
+    assert_eq!(not_found_with_age(c.clone(), Some(Duration::ZERO), t), c);
+    // The ambiguous answer then goes the policy's way for an unknown outcome.
+    let mut s = CommitState::default();
+    let a = not_found_with_age(nf(), Some(Duration::from_secs(1)), t);
+    assert!(matches!(
+        next(&mut s, ResendPolicy::Verify, a, false),
+        Step::Verify { .. }
+    ));
+}
