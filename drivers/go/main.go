@@ -66,9 +66,10 @@ type request struct {
 // acknowledged nor handed back (by "ledger:entry:batch_index"), for ack and nack to find the
 // client's own Message.
 type input struct {
-	consumer pulsar.Consumer
-	mu       sync.Mutex
-	held     map[string]pulsar.Message
+	consumer     pulsar.Consumer
+	subscription string
+	mu           sync.Mutex
+	held         map[string]pulsar.Message
 }
 
 type errorBody struct {
@@ -78,6 +79,43 @@ type errorBody struct {
 }
 
 type txnKey [2]uint64
+
+// txnEntry is a transaction and the guard around the client's registration of its partitions
+// and subscriptions. v0.19.0 looks each up in a plain map before taking its lock
+// (transaction_impl.go, registerProducerTopic and registerAckTopic), so a first send or
+// transactional acknowledgement on one partition writing the map while another partition's
+// reads it is a data race, and Go ends the process with "fatal error: concurrent map read and
+// map write" (apache/pulsar-client-go#1536). The driver lets a call that may register (its
+// topic not yet registered for this transaction) run alone, and the others together.
+type txnEntry struct {
+	txn pulsar.Transaction
+	reg sync.RWMutex
+	mu  sync.Mutex
+	// Topics (sends) and topic/subscription pairs (acknowledgements) whose registration
+	// succeeded: the client's map holds them, so a call on one of them only reads it.
+	known map[string]bool
+}
+
+// enter waits until a call on `key` may run: alone when `key` may still be registered,
+// beside other known keys' calls otherwise. The returned function ends the call's turn.
+func (e *txnEntry) enter(key string) func() {
+	e.mu.Lock()
+	known := e.known[key]
+	e.mu.Unlock()
+	if known {
+		e.reg.RLock()
+		return e.reg.RUnlock
+	}
+	e.reg.Lock()
+	return e.reg.Unlock
+}
+
+// registered records that the client holds `key` for this transaction.
+func (e *txnEntry) registered(key string) {
+	e.mu.Lock()
+	e.known[key] = true
+	e.mu.Unlock()
+}
 
 type driver struct {
 	log *slog.Logger
@@ -94,7 +132,7 @@ type driver struct {
 	txnsEnabled bool
 
 	txnMu sync.Mutex
-	txns  map[txnKey]pulsar.Transaction
+	txns  map[txnKey]*txnEntry
 	ended []txnKey // successfully ended, oldest first
 
 	inMu         sync.Mutex
@@ -104,7 +142,7 @@ type driver struct {
 
 func main() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	d := &driver{log: logger, out: os.Stdout, txns: make(map[txnKey]pulsar.Transaction),
+	d := &driver{log: logger, out: os.Stdout, txns: make(map[txnKey]*txnEntry),
 		inputs: make(map[int64]*input)}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
@@ -140,6 +178,15 @@ func (d *driver) dispatch(line []byte) {
 	go d.handle(&r)
 }
 
+// recovered turns a panic in a callback the client runs on its own goroutine (where it would
+// end the process) into an error for the call it belongs to, through report.
+func (d *driver) recovered(where string, report func(error)) {
+	if v := recover(); v != nil {
+		d.log.Error("panic in "+where, "panic", v, "stack", string(debug.Stack()))
+		report(fmt.Errorf("panic in the driver's %s: %v", where, v))
+	}
+}
+
 // shutdown closes the client, best effort and bounded in time.
 func (d *driver) shutdown() {
 	d.connMu.Lock()
@@ -164,6 +211,13 @@ func (d *driver) shutdown() {
 }
 
 func (d *driver) handle(r *request) {
+	defer func() {
+		if v := recover(); v != nil {
+			// A panic in the driver's own code is the driver's answer, not the client's.
+			d.log.Error("panic while handling a request", "op", r.Op, "panic", v, "stack", string(debug.Stack()))
+			d.fail(r.ID, "DriverError", fmt.Sprintf("panic in the driver handling %s: %v", r.Op, v), nil)
+		}
+	}()
 	switch r.Op {
 	case "hello":
 		d.reply(r.ID, map[string]any{
@@ -321,7 +375,7 @@ func (d *driver) newTxn(r *request) {
 	id := txn.GetTxnID()
 	key := txnKey{id.MostSigBits, id.LeastSigBits}
 	d.txnMu.Lock()
-	d.txns[key] = txn
+	d.txns[key] = &txnEntry{txn: txn, known: make(map[string]bool)}
 	d.txnMu.Unlock()
 	d.reply(r.ID, map[string]any{"txn": key})
 }
@@ -353,7 +407,7 @@ func parseTxn(raw json.RawMessage) (*txnKey, error) {
 }
 
 // lookupTxn answers the request itself (BadRequest or UnknownTxn) when it returns false.
-func (d *driver) lookupTxn(r *request) (pulsar.Transaction, bool) {
+func (d *driver) lookupTxn(r *request) (*txnEntry, bool) {
 	key, err := parseTxn(r.Txn)
 	if err != nil {
 		d.fail(r.ID, "BadRequest", err.Error(), nil)
@@ -404,21 +458,32 @@ func (d *driver) send(r *request) {
 	var firstErr error
 	var wg sync.WaitGroup
 	ctx := context.Background()
+	// The client registers the partition with the transaction inside SendAsync, before it
+	// returns (a failed registration calls back at once), so the guard covers the calls only.
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+	}
+	key := "send:" + p.Topic()
+	leave := func() {}
+	if txn != nil {
+		leave = txn.enter(key)
+	}
 	for i, n := range r.Numbers {
 		msg := &pulsar.ProducerMessage{Payload: payload(n, size)}
 		if txn != nil {
-			msg.Transaction = txn
+			msg.Transaction = txn.txn
 		}
 		wg.Add(1)
 		i := i
 		p.SendAsync(ctx, msg, func(id pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
 			defer wg.Done()
+			defer d.recovered("send callback", fail)
 			if err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
+				fail(err)
 				return
 			}
 			batch := int64(-1)
@@ -427,7 +492,16 @@ func (d *driver) send(r *request) {
 			}
 			ids[i] = [3]int64{id.LedgerID(), id.EntryID(), batch}
 		})
+		if i == 0 && txn != nil {
+			mu.Lock()
+			ok := firstErr == nil
+			mu.Unlock()
+			if ok {
+				txn.registered(key)
+			}
+		}
 	}
+	leave()
 	if err := p.Flush(); err != nil {
 		d.log.Warn("flush failed", "id", r.ID, "err", err)
 	}
@@ -458,9 +532,9 @@ func (d *driver) end(r *request) {
 		return
 	}
 	if r.Op == "commit" {
-		err = txn.Commit(context.Background())
+		err = txn.txn.Commit(context.Background())
 	} else {
-		err = txn.Abort(context.Background())
+		err = txn.txn.Abort(context.Background())
 	}
 	if err != nil {
 		d.failErr(r.ID, err)
@@ -524,7 +598,7 @@ func (d *driver) subscribe(r *request) {
 	d.inMu.Lock()
 	d.nextConsumer++
 	h := d.nextConsumer
-	d.inputs[h] = &input{consumer: c, held: make(map[string]pulsar.Message)}
+	d.inputs[h] = &input{consumer: c, subscription: r.Subscription, held: make(map[string]pulsar.Message)}
 	d.inMu.Unlock()
 	d.log.Info("subscribed", "consumer", h, "topic", r.Topic, "subscription", r.Subscription, "type", r.SubType)
 	d.reply(r.ID, map[string]any{"consumer": h})
@@ -641,7 +715,15 @@ func (d *driver) ack(r *request) {
 		go func(i int, m pulsar.Message) {
 			defer wg.Done()
 			if txn != nil {
-				errs[i] = in.consumer.AckWithTxn(m, txn)
+				// The client registers the subscription of the message's partition with the
+				// transaction inside AckWithTxn (see txnEntry).
+				key := fmt.Sprintf("ack:%s:%d|%s", m.Topic(), m.ID().PartitionIdx(), in.subscription)
+				leave := txn.enter(key)
+				errs[i] = in.consumer.AckWithTxn(m, txn.txn)
+				if errs[i] == nil {
+					txn.registered(key)
+				}
+				leave()
 			} else {
 				errs[i] = in.consumer.Ack(m)
 			}

@@ -49,10 +49,19 @@ fn sources(kind: ClientKind) -> &'static [(&'static str, &'static str)] {
     }
 }
 
-/// The hash of a driver's inputs: its sources and the library version.
-pub fn inputs_hash(spec: &Spec) -> String {
+/// The build flags the toolchain takes from the environment that change the artifact: Go's
+/// `GOFLAGS` (`GOFLAGS=-race` builds a driver that reports data races in its `driver.log`).
+pub fn build_flags(kind: ClientKind) -> String {
+    match kind {
+        ClientKind::Go => std::env::var("GOFLAGS").unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
+/// The hash of a driver's inputs: its sources, the library version and the build flags.
+pub fn inputs_hash(spec: &Spec, flags: &str) -> String {
     let mut h = Sha256::new();
-    for part in [spec.kind.name(), spec.version.as_str()]
+    for part in [spec.kind.name(), spec.version.as_str(), flags]
         .into_iter()
         .chain(sources(spec.kind).iter().flat_map(|(p, c)| [*p, *c]))
     {
@@ -73,7 +82,7 @@ pub fn dir_of(spec: &Spec) -> PathBuf {
             "{}-{}-{}",
             spec.kind,
             spec.version,
-            inputs_hash(spec)
+            inputs_hash(spec, &build_flags(spec.kind))
         ))
 }
 

@@ -75,6 +75,25 @@ pub fn tail(path: &Path, n: usize) -> Vec<String> {
     lines
 }
 
+/// The line of a driver log's tail that says why the process died: the last Go panic or
+/// fatal error, or Java's uncaught exception, or failing those the last non-empty line.
+pub fn telling_line(lines: &[String]) -> Option<String> {
+    const CRASH: [&str; 4] = ["panic:", "fatal error:", "Exception in thread", "Error:"];
+    let crash = lines
+        .iter()
+        .rev()
+        .find(|l| CRASH.iter().any(|c| l.trim_start().starts_with(c)));
+    crash
+        .or_else(|| lines.iter().rev().find(|l| !l.trim().is_empty()))
+        .map(|l| {
+            let l = l.trim();
+            match l.char_indices().nth(300) {
+                Some((i, _)) => format!("{}…", &l[..i]),
+                None => l.to_string(),
+            }
+        })
+}
+
 impl Driver {
     /// Start `built` with its standard error appended to `log`, and ask its `hello`.
     pub async fn start(built: &Built, log: &Path) -> Result<Driver, DriverError> {
@@ -145,10 +164,16 @@ impl Driver {
                     },
                     None => "closed by the harness".to_string(),
                 };
+                let last = tail(&log, 15);
+                // The first line is what a verdict quotes: it names the crash when the log
+                // shows one (a Go panic, a Java exception), the rest follows for the reader.
+                let cause = telling_line(&last)
+                    .map(|l| format!(" (driver.log: {l})"))
+                    .unwrap_or_default();
                 let why = format!(
-                    "pid {pid_text}, {status}; last lines of {}:\n{}",
+                    "pid {pid_text}, {status}{cause}; last lines of {}:\n{}",
                     log.display(),
-                    tail(&log, 15).join("\n")
+                    last.join("\n")
                 );
                 *gone.lock().expect("lock") = Some(why.clone());
                 for (_, tx) in pending.lock().expect("lock").drain() {
@@ -519,4 +544,40 @@ fn deliver(pending: &Pending, line: &str) {
         Err(Answer::Client(e))
     };
     let _ = tx.send(r);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::telling_line;
+
+    fn lines(s: &str) -> Vec<String> {
+        s.lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn a_go_panic_is_the_telling_line_even_with_a_stack_below_it() {
+        let log = lines(
+            "time=... level=INFO msg=subscribed\npanic: runtime error: invalid memory address or nil pointer dereference\n[signal SIGSEGV]\n\ngoroutine 7 [running]:\nmain.(*driver).ack(...)\n\t/src/main.go:612 +0x1f\n",
+        );
+        assert_eq!(
+            telling_line(&log).as_deref(),
+            Some("panic: runtime error: invalid memory address or nil pointer dereference")
+        );
+        let fatal = lines("x\nfatal error: concurrent map writes\n\ngoroutine 1:\n");
+        assert_eq!(
+            telling_line(&fatal).as_deref(),
+            Some("fatal error: concurrent map writes")
+        );
+    }
+
+    #[test]
+    fn without_a_crash_the_last_non_empty_line_speaks_and_an_empty_log_says_nothing() {
+        assert_eq!(
+            telling_line(&lines("a\nstdin closed; exiting\n\n")).as_deref(),
+            Some("stdin closed; exiting")
+        );
+        assert_eq!(telling_line(&[]), None);
+        let long = "x".repeat(400);
+        assert_eq!(telling_line(&[long]).unwrap().chars().count(), 301);
+    }
 }

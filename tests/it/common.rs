@@ -38,6 +38,21 @@ pub fn run_scenario(scenario: &Path, seed: u64, dir: &Path, extra: &[&str]) -> O
         .expect("the binary runs")
 }
 
+/// That run with `env` added to the harness's environment, waited for.
+pub fn run_scenario_env(
+    scenario: &Path,
+    seed: u64,
+    dir: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
+    Command::new(BIN)
+        .args(run_args(scenario, seed, dir, extra))
+        .envs(env.iter().copied())
+        .output()
+        .expect("the binary runs")
+}
+
 /// That run in the background, stdout discarded; stderr piped when `keep_stderr`, else
 /// discarded.
 pub fn spawn_run(
