@@ -99,6 +99,18 @@ pub(super) struct TransformStart<'a> {
     pub(super) driver: Option<workload::DriverHandle>,
 }
 
+/// Why the transform could not start: its official client's failed `connect` is the driver's
+/// (the run is judged without a workload, INCONCLUSIVE, as the producer's is), anything else
+/// the harness cannot go on from (exit 3).
+fn start_error(e: transform::TransformError) -> Error {
+    match e {
+        transform::TransformError::Driver(message) => {
+            Error::Driver(crate::drivers::DriverError::Connect { message })
+        }
+        e => Error::Pulsar(format!("cannot start the transform: {e}")),
+    }
+}
+
 /// A transform run: fill `<topic>-in` (no fault is active yet), then connect the transform.
 pub(super) async fn start_transform(s: TransformStart<'_>) -> Result<Driver> {
     let w = &s.scenario.workload;
@@ -139,7 +151,7 @@ pub(super) async fn start_transform(s: TransformStart<'_>) -> Result<Driver> {
         s.first_attempt,
     )
     .await
-    .map_err(|e| Error::Pulsar(format!("cannot start the transform: {e}")))?;
+    .map_err(start_error)?;
     if s.resuming {
         t.resume(s.history_path)
             .await
@@ -176,4 +188,25 @@ pub(super) async fn consumer_evidence(
         subscription: SUBSCRIPTION.to_string(),
         backlog,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_transform_whose_client_cannot_connect_is_the_driver_s_and_anything_else_exits_3() {
+        let e = start_error(transform::TransformError::Driver(
+            "go client: connect failed: connection refused".into(),
+        ));
+        assert!(
+            matches!(&e, Error::Driver(crate::drivers::DriverError::Connect { message }) if message == "go client: connect failed: connection refused"),
+            "{e:?}"
+        );
+        let e = start_error(transform::TransformError::Fill {
+            topic: "t-in".into(),
+            detail: "x".into(),
+        });
+        assert!(matches!(&e, Error::Pulsar(m) if m.starts_with("cannot start the transform: ")));
+    }
 }

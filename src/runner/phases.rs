@@ -120,7 +120,7 @@ pub(super) async fn execute(
             }
         }
         Some(_) => {
-            start_transform(TransformStart {
+            match start_transform(TransformStart {
                 scenario: &req.scenario,
                 dir: &dir.path,
                 topic: &info.topic,
@@ -135,7 +135,12 @@ pub(super) async fn execute(
                 resuming,
                 driver: cfg.driver.clone(),
             })
-            .await?
+            .await
+            {
+                Ok(t) => t,
+                Err(Error::Driver(e)) => return unstarted().finish(e, handle).await,
+                Err(e) => return Err(e),
+            }
         }
     };
     let stats = producer.stats();

@@ -134,6 +134,12 @@ impl Transformer {
             });
             self.stats.commits_in_flight.fetch_add(1, Ordering::SeqCst);
             let (answer, for_good) = self.commit_once(attempt, txn).await;
+            // A NotFound before the transaction's timeout could fire is no abort.
+            let answer = policy::not_found_with_age(
+                answer,
+                Some(ready.asked.elapsed()),
+                self.cfg.txn_timeout,
+            );
             self.stats.commits_in_flight.fetch_sub(1, Ordering::SeqCst);
             let may_retry = first.elapsed() < patience
                 && Instant::now() < deadline
@@ -208,6 +214,7 @@ impl Transformer {
             txn,
             ref batch,
             ref hands,
+            ..
         } = *ready;
         match step {
             Step::Committed {

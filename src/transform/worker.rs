@@ -74,6 +74,9 @@ pub(super) struct Ready {
     /// The consumer of each input partition when the attempt was handed off (`None`: none
     /// then), for the hand-back.
     pub(super) hands: Vec<Option<Hand>>,
+    /// Taken before its NEW_TXN was first asked: the transaction's age, bounded from above,
+    /// for `policy::not_found_with_age`.
+    pub(super) asked: Instant,
 }
 
 /// Sorted numbers as half-open ranges.
@@ -330,6 +333,7 @@ impl Transformer {
         let inputs: Vec<u64> = batch.iter().map(|i| i.n).collect();
         let outputs: Vec<u64> = inputs.iter().map(|n| self.cfg.function.apply(*n)).collect();
         self.stats.attempts.fetch_add(1, Ordering::Relaxed);
+        let asked = Instant::now();
         let txn = match self.new_txn(deadline).await {
             Ok(t) => t,
             Err(why) => {
@@ -381,6 +385,7 @@ impl Transformer {
             txn,
             batch,
             hands: w.handles(),
+            asked,
         })
     }
 
