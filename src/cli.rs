@@ -107,8 +107,12 @@ pub enum Command {
     Clean {
         /// Heal only what this exec adapter's commands left applied on a cluster the harness
         /// did not start (a crashed run's journal), without Docker.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "run")]
         adapter: Option<PathBuf>,
+        /// Only this run's leftovers (its id, as `cluster status` and run.json name it):
+        /// other runs on the same engine, a nightly soak say, are left alone.
+        #[arg(long)]
+        run: Option<String>,
     },
 }
 

@@ -194,8 +194,9 @@ pub async fn clean_adapter(path: &std::path::Path) -> Result<i32> {
     Ok(exit::PASS)
 }
 
-/// Remove every labelled leftover: heal journaled faults, then containers, networks, volumes.
-pub async fn clean() -> Result<i32> {
+/// Remove every labelled leftover (of one run with `only`): heal journaled faults, then
+/// containers, networks, volumes.
+pub async fn clean(only: Option<&str>) -> Result<i32> {
     let engine = Engine::connect().await?;
     let mut said = false;
     let runs: Vec<String> = cluster::list_runs(&engine)
@@ -203,6 +204,7 @@ pub async fn clean() -> Result<i32> {
         .into_iter()
         .map(|r| r.run_id)
         .chain(nemesis::journal::runs_with_journals())
+        .filter(|r| only.is_none_or(|o| o == r))
         .collect();
     let mut seen = std::collections::BTreeSet::new();
     for run in runs {
@@ -214,8 +216,11 @@ pub async fn clean() -> Result<i32> {
             said = true;
         }
     }
-    let removed =
-        cluster::remove_labelled(&engine, &[(cluster::engine::LABEL_MANAGED, "true")]).await?;
+    let mut labels = vec![(cluster::engine::LABEL_MANAGED, "true")];
+    if let Some(run) = only {
+        labels.push((cluster::engine::LABEL_RUN, run));
+    }
+    let removed = cluster::remove_labelled(&engine, &labels).await?;
     for c in &removed.containers {
         println!("removed container {c}");
         said = true;
@@ -232,9 +237,14 @@ pub async fn clean() -> Result<i32> {
         nemesis::journal::remove(&run);
     }
     if !said {
-        println!(
-            "nothing to clean: no container, network, volume or fault of pulsar-chaos is left"
-        );
+        match only {
+            Some(run) => println!(
+                "nothing to clean: no container, network, volume or fault of run {run} is left"
+            ),
+            None => println!(
+                "nothing to clean: no container, network, volume or fault of pulsar-chaos is left"
+            ),
+        }
     }
     Ok(exit::PASS)
 }

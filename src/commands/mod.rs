@@ -33,9 +33,10 @@ pub async fn dispatch(cmd: Command) -> Result<i32> {
         Command::Image(ImageCommand::Show { pulsar_version }) => {
             cluster::image_show(&pulsar_version).await
         }
-        Command::Clean { adapter: None } => cluster::clean().await,
+        Command::Clean { adapter: None, run } => cluster::clean(run.as_deref()).await,
         Command::Clean {
             adapter: Some(adapter),
+            ..
         } => cluster::clean_adapter(&adapter).await,
         Command::Run(args) => run::run(args).await,
         Command::Verify(args) => run::verify(args).await,

@@ -268,14 +268,29 @@ fn clean_removes_what_a_killed_run_left() {
         "the killed run left no container: {before:?}"
     );
 
-    let o = run(&["clean"]);
+    // Only this run's: the tests run side by side, and `clean` without `--run` would take the
+    // others' clusters too (it is the same code without the run's label filter).
+    let o = run(&["clean", "--run", &run_id]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert!(t.contains(&format!("removed container pc-{run_id}")), "{t}");
     assert!(t.contains(&format!("removed network pc-{run_id}")), "{t}");
+    // Nothing of another run.
+    assert!(
+        t.lines()
+            .filter(|l| l.starts_with("removed "))
+            .all(|l| l.contains(&run_id)),
+        "{t}"
+    );
     assert_eq!(rt().block_on(leftovers(&run_id)), (0, 0, 0));
     // Idempotent.
-    let o = run(&["clean"]);
+    let o = run(&["clean", "--run", &run_id]);
     assert_eq!(o.status.code(), Some(0));
-    assert!(!text(&o).contains(&run_id), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!(
+            "nothing to clean: no container, network, volume or fault of run {run_id} is left"
+        )),
+        "{}",
+        text(&o)
+    );
 }

@@ -443,7 +443,7 @@ fn sigkill_mid_fault_is_undone_by_clean() {
         1,
         "the pause is still journaled"
     );
-    let o = run(&["clean"]);
+    let o = run(&["clean", "--run", &run_id]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert!(t.contains(&format!("run {run_id}: unpaused")), "{t}");
