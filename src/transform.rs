@@ -100,6 +100,9 @@ pub struct Config {
     /// The official client the transform goes through (docs/drivers.md): its consumers,
     /// acknowledgements, sends and transactions; `None`: the harness's own client.
     pub driver: Option<crate::workload::DriverHandle>,
+    /// The service URL the driver's client is given instead of the cluster's (a `reply_loss`
+    /// fault's proxy, which routes the brokers its lookups name); `None`: the cluster's.
+    pub driver_service_url: Option<String>,
 }
 
 /// The consumer side's counters (the transaction counts are `Stats`'s).
@@ -199,7 +202,7 @@ impl Transformer {
         if let Some(d) = &driver {
             d.connect(
                 &crate::drivers::ConnectArgs {
-                    service_url,
+                    service_url: cfg.driver_service_url.as_deref().unwrap_or(service_url),
                     topic: &cfg.topic,
                     partitions: cfg.partitions,
                     op_timeout: cfg.op_timeout,

@@ -97,6 +97,8 @@ pub(super) struct TransformStart<'a> {
     pub(super) resuming: bool,
     /// The official client's driver, when the workload runs through one.
     pub(super) driver: Option<workload::DriverHandle>,
+    /// The service URL the driver is given instead of `service_url` (the `reply_loss` proxy's).
+    pub(super) driver_service_url: Option<String>,
 }
 
 /// Why the transform could not start: its official client's failed `connect` is the driver's
@@ -141,6 +143,7 @@ pub(super) async fn start_transform(s: TransformStart<'_>) -> Result<Driver> {
         name,
         dial: s.dial,
         driver: s.driver,
+        driver_service_url: s.driver_service_url,
     };
     let t = Transformer::connect(
         cfg,

@@ -134,6 +134,7 @@ pub(super) async fn execute(
                 first_attempt,
                 resuming,
                 driver: cfg.driver.clone(),
+                driver_service_url: cfg.driver_service_url.clone(),
             })
             .await
             {

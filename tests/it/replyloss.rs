@@ -331,3 +331,44 @@ fn the_java_client_behind_the_proxy_naive_duplicates_the_dropped_commits_and_ver
     naive_duplicated_exactly_the_dropped_commits(&run_dir, &copies, "java");
     passes_under_with("verify", "java", JAVA);
 }
+
+/// Issue 31: a transform through the Java client behind the proxy. The driver's consumers,
+/// producers and coordinator connection all go through it (its service URL is the proxy's
+/// listener); dropped END_TXN replies reach the client's commits, whose outcome the harness
+/// learns (the history's ambiguous commits end committed or aborted on the client's answers),
+/// and with the broker deduplicating the outputs (the Java producer's resend after a
+/// reconnect would otherwise keep a second copy: `client_resend`) every number arrives once.
+#[test]
+fn the_java_client_transforms_behind_the_proxy_and_passes_with_deduplication() {
+    let dir = tmpdir("replyloss-java-transform");
+    let s = write(
+        &dir,
+        "replyloss-java-transform.yaml",
+        &format!(
+            "name: replyloss-java-transform\n{}workload:\n  kind: transform\n  topic: persistent://public/default/replyloss-java-transform\n  partitions: 1\n  messages: 2000\n  txn_size: 10\n  consumers: 2\n  subscription_type: shared\n  client: java\n  batch_size: 1\n  deduplication: true\n  txn_timeout: 30s\n  deadline: 4m\nfaults:\n  - kind: reply_loss\n    reply: end_txn\n    count: 3\n    schedule: {{ after_commits: 10 }}\n",
+            standalone_cluster_yaml()
+        ),
+    );
+    let (code, run_dir, t) = run_kept(&s, &dir);
+    let copies = independent_copies(&run_dir);
+    assert_eq!(code, Some(0), "{t}");
+    assert_eq!(verdict(&run_dir)["status"], "pass");
+    let h = history(&run_dir);
+    assert_fault_cycle(&h);
+    assert!(
+        h.iter().any(|e| e["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("client: java"))),
+        "the run did not go through the Java driver"
+    );
+    let drops = dropped(&h, "END_TXN_RESPONSE");
+    assert!(!drops.is_empty(), "no END_TXN reply dropped");
+    // A dropped reply met one of the driver's commits: its outcome was the client's to tell.
+    let att = attempts(&h);
+    assert!(
+        att.values().any(|a| drops.contains(&a.txn)),
+        "no dropped reply belongs to a transaction of the transform: {drops:?}"
+    );
+    assert_eq!(copies.len(), 2000);
+    assert!(copies.values().all(|c| *c == 1), "{copies:?}");
+}

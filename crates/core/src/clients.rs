@@ -88,14 +88,6 @@ pub fn misfit(kind: ClientKind, version: Option<&str>) -> Option<(&'static str, 
     check_java_version(v).err().map(|m| ("client_version", m))
 }
 
-/// Why a `reply_loss` fault does not fit the client and workload, if it does not. With an
-/// official client the proxy is the driver's service URL and rewrites the brokers' addresses
-/// in lookups (docs/drivers.md); a transform's consumers through a driver do not go through it
-/// yet.
-pub fn reply_loss_misfit(kind: ClientKind, transform: bool) -> Option<String> {
-    (kind.is_foreign() && transform).then(|| format!("reply_loss with `kind: transform` works with `client: own` only for now: the {kind} driver's consumers do not go through the proxy yet"))
-}
-
 /// The Java client version a run uses: the scenario's, else the broker's when it is served,
 /// else the default Pulsar version's.
 pub fn java_version_for(client_version: Option<&str>, broker: Option<&str>) -> String {

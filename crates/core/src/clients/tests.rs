@@ -42,18 +42,6 @@ fn client_kind_names_round_trip() {
 }
 
 #[test]
-fn reply_loss_fits_every_client_producing_and_only_the_own_client_transforming() {
-    for kind in [ClientKind::Own, ClientKind::Java, ClientKind::Go] {
-        assert_eq!(reply_loss_misfit(kind, false), None, "{kind}");
-    }
-    assert_eq!(reply_loss_misfit(ClientKind::Own, true), None);
-    for kind in [ClientKind::Java, ClientKind::Go] {
-        let why = reply_loss_misfit(kind, true).expect("refused");
-        assert!(why.contains("kind: transform"), "{why}");
-    }
-}
-
-#[test]
 fn misfit_refuses_only_client_versions_that_do_not_fit() {
     // Both workload kinds run through every client (a transform through the driver's
     // consumers); only the version key can misfit.

@@ -124,15 +124,11 @@ impl Scenario {
             };
             return Err(format!("{flag}: {why}"));
         }
-        let reply_loss = self
-            .faults
-            .iter()
-            .any(|f| matches!(f.kind, super::FaultKind::ReplyLoss { .. }));
-        if let Some(why) =
-            crate::clients::reply_loss_misfit(kind, self.workload.transform.is_some())
-                .filter(|_| reply_loss)
-        {
-            return Err(format!("--client {kind}: {why}"));
+        if !kind.is_foreign() && self.workload.transform.is_some() && self.workload.deduplication {
+            return Err(format!(
+                "--client {kind}: deduplication with `kind: transform` {}",
+                super::validate::transform::DEDUP_OWN_TRANSFORM
+            ));
         }
         self.workload.client = kind;
         self.workload.client_version = version.clone();

@@ -116,6 +116,32 @@ fn producer_keys_that_do_not_apply_are_refused() {
     assert_eq!(line, 9, "{message}");
 }
 
+/// Issue 31: an official client's producer numbers its sends, so a transform through it may
+/// have the broker deduplicate its outputs (the Java producer's resend after a reconnect);
+/// the own client's transform outputs carry no sequence ids, so there it stays refused, also
+/// when `--client own` takes a file's official client away.
+#[test]
+fn deduplication_goes_with_a_transform_through_an_official_client_only() {
+    for client in ["java", "go"] {
+        let s = parse(
+            "t.yaml",
+            &format!("{TRANSFORM}  client: {client}\n  deduplication: true\n"),
+        )
+        .unwrap_or_else(|e| panic!("{client}: {e}"));
+        assert!(s.workload.deduplication, "{client}");
+        let mut own = s.clone();
+        let why = own.set_client(Some("own"), None).unwrap_err();
+        assert!(why.starts_with("--client own: deduplication"), "{why}");
+        let mut other = s.clone();
+        other.set_client(Some("go"), None).unwrap();
+    }
+    let (line, _, message) = located(&format!(
+        "{TRANSFORM}  client: own\n  deduplication: true\n"
+    ));
+    assert_eq!(line, 10, "{message}");
+    assert!(message.contains("own client"), "{message}");
+}
+
 #[test]
 fn the_input_topic_and_f() {
     assert_eq!(

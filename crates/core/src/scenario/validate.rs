@@ -3,7 +3,7 @@
 //! `parse` turns the path into a line and column.
 
 mod fault;
-mod transform;
+pub(super) mod transform;
 
 use std::time::Duration;
 

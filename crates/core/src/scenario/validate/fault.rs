@@ -44,12 +44,6 @@ pub(super) fn validate_fault(
             "reply_loss needs a cluster the harness started (topology standalone or cluster)",
         );
     }
-    if let (FaultFile::ReplyLoss { .. }, Some(why)) = (
-        f,
-        crate::clients::reply_loss_misfit(workload.client, workload.transform.is_some()),
-    ) {
-        return err(&["kind"], why);
-    }
     let consumers = match (f, workload.transform) {
         (FaultFile::ConsumerRestart { .. }, None) => {
             return err(

@@ -7,6 +7,9 @@ use super::super::model::ResendPolicy;
 use super::super::transform::{Transform, WorkloadKind};
 use super::{err, Invalid};
 
+/// Why `deduplication: true` does not go with a transform through the own client.
+pub(crate) const DEDUP_OWN_TRANSFORM: &str = "applies to a producer's sequence ids, and the own client's transform outputs do not use them (through `client: java` or `go` the official producer's do)";
+
 /// The transform's keys, or `None` for the producer's workload (where they are refused).
 pub(super) fn validate_transform(
     w: &WorkloadFile,
@@ -44,8 +47,8 @@ pub(super) fn validate_transform(
         ),
         (
             "deduplication",
-            w.deduplication == Some(true),
-            "applies to the producer's sequence ids; a transform's outputs do not use them",
+            w.deduplication == Some(true) && !w.client.unwrap_or_default().is_foreign(),
+            DEDUP_OWN_TRANSFORM,
         ),
         (
             "resend",
