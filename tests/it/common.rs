@@ -182,6 +182,16 @@ impl Drop for TestCluster {
     }
 }
 
+/// Removes a kept cluster (`--keep-cluster`) when the test ends, passed or not, so that a
+/// failed assertion does not leave it running under the tests that follow.
+pub struct Down(pub String);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        let _ = run(&["cluster", "down", "--run", &self.0]);
+    }
+}
+
 pub fn rand_id() -> u32 {
     let n = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

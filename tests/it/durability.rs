@@ -15,15 +15,6 @@ use pulsar_chaos::txn::{Client, TxnError};
 
 use crate::common::*;
 
-/// Removes a kept cluster when the test ends, passed or not.
-pub(crate) struct Down(pub(crate) String);
-
-impl Drop for Down {
-    fn drop(&mut self) {
-        let _ = run(&["cluster", "down", "--run", &self.0]);
-    }
-}
-
 /// The events of a history written so far (a line still being written is skipped).
 pub(crate) fn events(run_dir: &Path) -> Vec<serde_json::Value> {
     events_in(run_dir, "history.jsonl")

@@ -180,8 +180,9 @@ faults:\n{}",
     );
     let o = run_scenario(&scenario, 21, &dir, &["--keep-cluster"]);
     let t = text(&o);
-    assert!(matches!(o.status.code(), Some(0) | Some(1)), "{t}");
     let run_dir = run_dir_of(&t);
+    let _down = Down(run_id_of(&run_dir));
+    assert!(matches!(o.status.code(), Some(0) | Some(1)), "{t}");
     assert_faults_recorded(
         &run_dir,
         &["topic_unload", "pause", "packet_loss", "broker_restart"],
@@ -346,6 +347,7 @@ fn sigint_mid_fault_heals_it_and_removes_the_cluster() {
     let mut child = spawn_run(&scenario, 3, &dir, &["--keep-cluster"], true);
     let run_dir = wait_for_event(&dir, "\"fault_applied\"", &mut child);
     let run_id = run_id_of(&run_dir);
+    let _down = Down(run_id.clone());
     assert!(
         !pulsar_chaos::nemesis::journal::outstanding(&run_id).is_empty(),
         "the fault is journaled while applied"
@@ -433,6 +435,7 @@ fn sigkill_mid_fault_is_undone_by_clean() {
     let mut child = spawn_run(&scenario, 4, &dir, &[], false);
     let run_dir = wait_for_event(&dir, "\"fault_applied\"", &mut child);
     let run_id = run_id_of(&run_dir);
+    let _down = Down(run_id.clone());
     let _ = rustix::process::kill_process(
         rustix::process::Pid::from_child(&child),
         rustix::process::Signal::KILL,
@@ -472,6 +475,7 @@ fn the_naive_policy_under_coordinator_chaos_is_judged_and_attributed() {
     let t = text(&o);
     assert!(matches!(o.status.code(), Some(0) | Some(1)), "{t}");
     let run_dir = run_dir_of(&t);
+    let _down = Down(run_id_of(&run_dir));
     assert_faults_recorded(&run_dir, &["broker_restart", "topic_unload"]);
     assert_verdict_matches_readback(&run_dir);
     let v = verdict(&run_dir);

@@ -19,8 +19,11 @@ fn a_hundred_thousand_numbers_pass_and_an_independent_read_agrees() {
     );
     let o = run_scenario(&scenario, 11, &dir, &["--keep-cluster"]);
     let t = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{t}");
     let run_dir = run_dir_of(&t);
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
+    let _down = Down(info["run_id"].as_str().unwrap().to_string());
+    assert_eq!(o.status.code(), Some(0), "{t}");
     let v = verdict(&run_dir);
     assert_eq!(v["status"], "pass", "{v}");
     assert_eq!(v["expected"], 100000);

@@ -33,12 +33,14 @@ fn scenario_with(dir: &Path, name: &str, resend: &str, fault: &str, extra: &str)
 const END_TXN_FAULT: &str =
     "  - kind: reply_loss\n    reply: end_txn\n    count: 3\n    schedule: { after_commits: [5, 30] }\n";
 
-/// Run it with the cluster kept; (exit code, run directory, output).
-fn run_kept(scenario: &Path, dir: &Path) -> (Option<i32>, PathBuf, String) {
+/// Run it with the cluster kept; (exit code, run directory, output, the guard that removes
+/// the cluster when the test ends, passed or not).
+fn run_kept(scenario: &Path, dir: &Path) -> (Option<i32>, PathBuf, String, Down) {
     let o = run_scenario(scenario, SEED, dir, &["--keep-cluster"]);
     let t = text(&o);
     let run_dir = run_dir_of(&t);
-    (o.status.code(), run_dir, t)
+    let down = Down(run_info(&run_dir)["run_id"].as_str().unwrap().to_string());
+    (o.status.code(), run_dir, t, down)
 }
 
 fn run_info(run_dir: &Path) -> serde_json::Value {
@@ -143,7 +145,7 @@ fn assert_fault_cycle(h: &[serde_json::Value]) {
 fn naive_resends_after_a_dropped_commit_reply_and_duplicates_exactly_those_numbers() {
     let dir = tmpdir("replyloss-naive");
     let s = scenario(&dir, "replyloss-naive", "naive", END_TXN_FAULT);
-    let (code, run_dir, t) = run_kept(&s, &dir);
+    let (code, run_dir, t, _down) = run_kept(&s, &dir);
     let copies = independent_copies(&run_dir);
     assert_eq!(code, Some(1), "{t}");
     naive_duplicated_exactly_the_dropped_commits(&run_dir, &copies, "own");
@@ -244,7 +246,7 @@ fn passes_under_with(resend: &str, client: &str, extra: &str) {
     let name = format!("replyloss-{client}-{resend}");
     let dir = tmpdir(&name);
     let s = scenario_with(&dir, &name, resend, END_TXN_FAULT, extra);
-    let (code, run_dir, t) = run_kept(&s, &dir);
+    let (code, run_dir, t, _down) = run_kept(&s, &dir);
     let copies = independent_copies(&run_dir);
     assert_eq!(code, Some(0), "{t}");
     assert_eq!(verdict(&run_dir)["status"], "pass");
@@ -282,7 +284,7 @@ fn a_dropped_send_receipt_never_lets_its_transaction_commit() {
         "verify",
         "  - kind: reply_loss\n    reply: send_receipt\n    count: 3\n    schedule: { after_commits: [5, 30] }\n",
     );
-    let (code, run_dir, t) = run_kept(&s, &dir);
+    let (code, run_dir, t, _down) = run_kept(&s, &dir);
     let copies = independent_copies(&run_dir);
     assert_eq!(code, Some(0), "{t}");
     assert_eq!(verdict(&run_dir)["status"], "pass");
@@ -318,7 +320,7 @@ fn the_java_client_behind_the_proxy_naive_duplicates_the_dropped_commits_and_ver
     const JAVA: &str = "  client: java\n  deduplication: true\n";
     let dir = tmpdir("replyloss-java-naive");
     let s = scenario_with(&dir, "replyloss-java-naive", "naive", END_TXN_FAULT, JAVA);
-    let (code, run_dir, t) = run_kept(&s, &dir);
+    let (code, run_dir, t, _down) = run_kept(&s, &dir);
     let copies = independent_copies(&run_dir);
     assert_eq!(code, Some(1), "{t}");
     let h = history(&run_dir);
@@ -349,7 +351,7 @@ fn the_java_client_transforms_behind_the_proxy_and_passes_with_deduplication() {
             standalone_cluster_yaml()
         ),
     );
-    let (code, run_dir, t) = run_kept(&s, &dir);
+    let (code, run_dir, t, _down) = run_kept(&s, &dir);
     let copies = independent_copies(&run_dir);
     assert_eq!(code, Some(0), "{t}");
     assert_eq!(verdict(&run_dir)["status"], "pass");

@@ -183,7 +183,7 @@ fn a_broker_kill_with_unloads_ends_in_a_complete_verdict_or_a_named_stuck_partit
     let run_dir = run_dir_of(&t);
     let info: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
-    let _down = crate::durability::Down(info["run_id"].as_str().unwrap().to_string());
+    let _down = Down(info["run_id"].as_str().unwrap().to_string());
     let v = verdict(&run_dir);
     eprintln!(
         "stuck-reads, seed 1, {:.0}s: {}",

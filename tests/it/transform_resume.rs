@@ -14,9 +14,7 @@ use pulsar_chaos::scenario::transform::{input_topic, SUBSCRIPTION};
 use pulsar_chaos::seed::Rng;
 
 use crate::common::*;
-use crate::durability::{
-    events, events_in, kill_now, logs, resume, wait_for_moment, wait_run_dir, Down,
-};
+use crate::durability::{events, events_in, kill_now, logs, resume, wait_for_moment, wait_run_dir};
 
 const N: u64 = 20_000;
 
