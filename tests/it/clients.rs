@@ -5,7 +5,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pulsar_chaos::scenario::Topology;
 
 use crate::common::*;
 use crate::durability::{kill_now, resume, wait_for_moment, wait_run_dir};
@@ -68,8 +67,8 @@ fn count(run_dir: &Path, event: &str, outcome: &str) -> usize {
 fn java_and_go_pass_a_smoke_with_an_independent_readback_and_java_under_unloads() {
     let dir = tmpdir("clients-smoke");
     let rt = rt();
-    let tc = rt.block_on(TestCluster::start(Topology::Standalone, 1, 0));
-    let urls = urls(&tc);
+    let tc = shared_standalone();
+    let urls = urls(tc);
     let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
     for (client, library) in [
         ("java", "org.apache.pulsar:pulsar-client 4.2.4"),
@@ -182,9 +181,8 @@ fn java_and_go_pass_a_smoke_with_an_independent_readback_and_java_under_unloads(
 #[test]
 fn a_killed_driver_is_the_harness_s_gap_and_a_killed_harness_resumes_with_a_new_driver() {
     let dir = tmpdir("clients-kill");
-    let rt = rt();
-    let tc = rt.block_on(TestCluster::start(Topology::Standalone, 1, 0));
-    let urls = urls(&tc);
+    let tc = shared_standalone();
+    let urls = urls(tc);
     let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
     // 30,000 numbers at 2,000 a second: long enough to be killed in the middle.
     let slow = "  rate: 2000\n";
@@ -355,8 +353,8 @@ fn java_and_go_pass_a_transform_smoke_with_an_independent_readback() {
     use pulsar_chaos::scenario::transform::{input_topic, SUBSCRIPTION};
     let dir = tmpdir("clients-transform");
     let rt = rt();
-    let tc = rt.block_on(TestCluster::start(Topology::Standalone, 1, 0));
-    let urls = urls(&tc);
+    let tc = shared_standalone();
+    let urls = urls(tc);
     let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
     let admin = Admin::new(&tc.cluster.brokers()[0].admin_url);
     for (client, extra) in [
@@ -531,9 +529,8 @@ fn client_keys_that_do_not_fit_exit_2_with_file_line_and_column() {
 #[test]
 fn go_aborted_messages_without_a_txn_id_in_their_metadata_are_the_clients_and_java_passes() {
     let dir = tmpdir("clients-txn-metadata");
-    let rt = rt();
-    let tc = rt.block_on(TestCluster::start(Topology::Standalone, 1, 0));
-    let urls = urls(&tc);
+    let tc = shared_standalone();
+    let urls = urls(tc);
     let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
     let readback = |rd: &Path| -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(rd.join("readback.json")).unwrap()).unwrap()

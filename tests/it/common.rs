@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 pub use crate::scratch::Scratch;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -180,6 +181,47 @@ impl Drop for TestCluster {
             .args(["cluster", "down", "--run", &self.cluster.run_id])
             .output();
     }
+}
+
+/// The standalone the tests share (started by the first that asks, removed when the test
+/// binary exits): for tests that only produce, consume and read on topics of their own and
+/// neither stop, pause nor restart its node. A standalone's start is ~20 s of CI per test.
+/// Its runtime lives as long as it does (the cluster's Docker client belongs to it).
+///
+/// The removal: a reaper process (`sh`) reads a pipe whose writing end only this process
+/// holds; when the process ends, however it ends, the pipe closes and the reaper runs
+/// `cluster down` for the standalone. `.ci/run` waits, by condition, for it to finish.
+pub fn shared_standalone() -> &'static TestCluster {
+    // The reaper's stdin stays piped in its `Child`: the writing end lives as long as this
+    // process does.
+    type Shared = (tokio::runtime::Runtime, TestCluster, std::process::Child);
+    static SHARED: std::sync::OnceLock<Shared> = std::sync::OnceLock::new();
+    &SHARED
+        .get_or_init(|| {
+            // On a thread of its own: the caller may be inside a runtime already.
+            let (rt, tc) = std::thread::spawn(|| {
+                let rt = rt();
+                let tc = rt.block_on(TestCluster::start(Topology::Standalone, 1, 1));
+                (rt, tc)
+            })
+            .join()
+            .expect("the shared standalone starts");
+            let reaper = Command::new("sh")
+                .args([
+                    "-c",
+                    "cat > /dev/null; exec \"$0\" cluster down --run \"$1\" > /dev/null 2>&1",
+                    BIN,
+                    &tc.cluster.run_id,
+                ])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .process_group(0)
+                .spawn()
+                .expect("the shared standalone's reaper starts");
+            (rt, tc, reaper)
+        })
+        .1
 }
 
 /// Removes a kept cluster (`--keep-cluster`) when the test ends, passed or not, so that a

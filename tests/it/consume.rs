@@ -11,7 +11,6 @@ use std::time::Duration;
 use pulsar::message::proto::{MessageIdData, ServerError, TxnAction};
 use pulsar_chaos::admin::Admin;
 use pulsar_chaos::history::TxnId;
-use pulsar_chaos::scenario::Topology;
 use pulsar_chaos::txn::consumer::{
     classify_ack, AckAnswer, AckKind, ConsumerOptions, Received, SubType, TxnConsumer,
 };
@@ -208,7 +207,7 @@ async fn abort_redelivers(client: &Arc<Client>, tcs: &Coordinators, admin: &Admi
 #[test]
 fn acks_in_transactions_conflict_and_an_aborted_ack_is_delivered_again() {
     rt().block_on(async {
-        let tc = TestCluster::start(Topology::Standalone, 1, 1).await;
+        let tc = shared_standalone();
         let c = &tc.cluster;
         let admin = Admin::new(&c.admin_url);
         let client = Client::new(&c.service_url, Duration::from_secs(10));

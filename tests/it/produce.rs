@@ -150,7 +150,7 @@ fn deliberately_aborted_transactions_stay_invisible_and_their_numbers_arrive_onc
 #[test]
 fn verify_names_the_gap_and_the_duplicate_of_a_plain_producer() {
     rt().block_on(async {
-        let tc = TestCluster::start(Topology::Standalone, 1, 1).await;
+        let tc = shared_standalone();
         let c = &tc.cluster;
         let topic = format!("persistent://public/default/plain-{}", rand_id());
         // A plain (non-transactional) producer of the pulsar crate writes 0..1000 without 500,

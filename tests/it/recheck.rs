@@ -3,7 +3,6 @@
 
 use std::path::Path;
 
-use pulsar_chaos::scenario::Topology;
 
 use crate::common::*;
 
@@ -30,7 +29,7 @@ fn readback(run_dir: &Path) -> serde_json::Value {
 #[test]
 fn recheck_reproduces_a_clean_and_a_sabotaged_verdict_and_names_a_tampered_readback() {
     rt().block_on(async {
-        let tc = TestCluster::start(Topology::Standalone, 1, 1).await;
+        let tc = shared_standalone();
         let c = &tc.cluster;
         let dir = tmpdir("recheck");
 

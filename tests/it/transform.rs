@@ -10,7 +10,6 @@ use std::path::Path;
 
 use pulsar_chaos::admin::Admin;
 use pulsar_chaos::scenario::transform::{input_topic, SUBSCRIPTION};
-use pulsar_chaos::scenario::Topology;
 
 use crate::common::*;
 
@@ -67,7 +66,7 @@ fn topic_of(rd: &Path) -> String {
 fn transform_smoke_passes_and_aborted_inputs_come_again() {
     let dir = tmpdir("transform");
     rt().block_on(async {
-        let tc = TestCluster::start(Topology::Standalone, 1, 1).await;
+        let tc = shared_standalone();
         let c = &tc.cluster;
         let admin = Admin::new(&c.admin_url);
 
@@ -124,7 +123,7 @@ fn transform_smoke_passes_and_aborted_inputs_come_again() {
 fn transform_failover_key_shared_and_transactional_input_pass() {
     let dir = tmpdir("transform-subs");
     rt().block_on(async {
-        let tc = TestCluster::start(Topology::Standalone, 1, 1).await;
+        let tc = shared_standalone();
         let c = &tc.cluster;
         let admin = Admin::new(&c.admin_url);
         for (name, extra) in [
@@ -197,7 +196,7 @@ fn closes_in_open_transactions(h: &[serde_json::Value]) -> usize {
 fn transform_consumer_restarts_pass() {
     let dir = tmpdir("transform-crestart");
     rt().block_on(async {
-        let tc = TestCluster::start(Topology::Standalone, 1, 1).await;
+        let tc = shared_standalone();
         let c = &tc.cluster;
         let admin = Admin::new(&c.admin_url);
         let s = Path::new(env!("CARGO_MANIFEST_DIR"))
