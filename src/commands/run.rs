@@ -276,14 +276,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             "--service-url/--admin-url name a cluster the harness did not start; reply_loss faults need the harness's proxy in front of a cluster it started".into(),
         ));
     }
-    let seed = match args.seed.or(s.seed) {
-        Some(x) => x,
-        None => {
-            let x = crate::seed::fresh();
-            eprintln!("no seed given: drew {x}");
-            x
-        }
-    };
+    let seed = crate::seed::given_or_drawn(args.seed.or(s.seed));
     if args.dry_run {
         print!("{}", runner::dry_run(&s, seed).await?);
         return Ok(exit::PASS);

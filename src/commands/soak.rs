@@ -353,18 +353,6 @@ fn iteration_request(
     }
 }
 
-/// The master seed: the one given, or a fresh one (announced).
-fn master_seed(given: Option<u64>) -> u64 {
-    match given {
-        Some(x) => x,
-        None => {
-            let x = crate::seed::fresh();
-            eprintln!("no seed given: drew {x}");
-            x
-        }
-    }
-}
-
 impl Summary {
     /// A summary with nothing counted yet.
     fn empty(scenario: String, master_seed: u64, started_ms: u64) -> Summary {
@@ -492,7 +480,7 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
     let s = load_scenario(&args)?;
     // A cluster the harness did not start: refused once, here, not in every iteration.
     crate::runner::check_external(&s)?;
-    let master = master_seed(args.seed.or(s.seed));
+    let master = crate::seed::given_or_drawn(args.seed.or(s.seed));
     let soak_id = crate::rundir::new_run_id();
     let dir = args.out.join(format!("soak-{}-{}", s.name, soak_id));
     std::fs::create_dir_all(&dir).map_err(Error::io(format!("create {}", dir.display())))?;
