@@ -472,4 +472,45 @@ mod tests {
             }
         }
     }
+
+    /// The long options of one sub-command.
+    fn longs(name: &str) -> Vec<String> {
+        Cli::command()
+            .find_subcommand(name)
+            .unwrap()
+            .get_arguments()
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .collect()
+    }
+
+    /// Every option only `soak` has (not `run`'s too) is in the README where soak is
+    /// described: its usage line or its section.
+    #[test]
+    fn the_readme_describes_every_option_of_soak() {
+        let readme = include_str!("../README.md");
+        let section = readme
+            .split("### Soak runs")
+            .nth(1)
+            .and_then(|r| r.split("\n### ").next())
+            .expect("README has a soak section");
+        let usage: String = readme
+            .lines()
+            .filter(|l| l.starts_with("pulsar-chaos soak"))
+            .collect();
+        let run = longs("run");
+        let only_soak: Vec<String> = longs("soak")
+            .into_iter()
+            .filter(|l| !run.contains(l))
+            .collect();
+        assert!(
+            only_soak.contains(&"--max-iterations".to_string()),
+            "{only_soak:?}"
+        );
+        for l in only_soak {
+            assert!(
+                section.contains(&l) || usage.contains(&l),
+                "{l} of soak is not in README.md's soak usage line or section"
+            );
+        }
+    }
 }

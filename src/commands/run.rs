@@ -291,6 +291,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         progress: args.progress.into(),
         json: args.json,
         reuse: None,
+        announce_reproduce: true,
     };
     let outcome = runner::run(req).await?;
     if !args.json {

@@ -350,6 +350,8 @@ fn iteration_request(
         progress: args.progress.into(),
         json: args.json,
         reuse: cluster.clone().map(|c| Reuse { cluster: c }),
+        // A passing iteration's command is noise; a failing one's is printed at its end.
+        announce_reproduce: false,
     }
 }
 
@@ -376,6 +378,17 @@ impl Summary {
             runs: Vec::new(),
         }
     }
+}
+
+/// What a soak prints when an iteration ends: its summary, and the command that reproduces
+/// it when it failed (a passing iteration's would be noise; `runner::run` prints none in a
+/// soak).
+fn iteration_end(i: u64, summary: &str, failed_reproduce: Option<&String>) -> String {
+    let mut t = format!("soak: iteration {i}: {summary}\n");
+    if let Some(r) = failed_reproduce {
+        t.push_str(&format!("soak: iteration {i}: reproduce with: {r}\n"));
+    }
+    t
 }
 
 /// Count and record an iteration that ran (deleting its topic if it passed); true if it failed.
@@ -408,7 +421,11 @@ async fn record_outcome(
         // Only `verify` without a history gives a mismatch.
         Status::Mismatch => summary.violations += 1,
     }
-    eprintln!("soak: iteration {i}: {}", o.verdict.summary);
+    let failed = o.verdict.status != Status::Pass;
+    eprint!(
+        "{}",
+        iteration_end(i, &o.verdict.summary, failed.then_some(&reproduce))
+    );
     // A passing iteration's topic goes, so the cluster's disk stays bounded.
     if o.verdict.status == Status::Pass {
         let admin = crate::admin::Admin::new(&o.info.admin_url);
@@ -419,7 +436,6 @@ async fn record_outcome(
             tracing::warn!("could not delete {}: {e}", o.info.topic);
         }
     }
-    let failed = o.verdict.status != Status::Pass;
     summary.runs.push(Iteration {
         iteration: i,
         seed,
@@ -446,7 +462,10 @@ fn record_error(
     t: Instant,
     nodes_down: Vec<NodeDown>,
 ) {
-    eprintln!("soak: iteration {i} could not run: {e}");
+    eprint!(
+        "{}",
+        iteration_end(i, &format!("could not run: {e}"), Some(&reproduce))
+    );
     let error = e.to_string();
     let mut why = error.lines().next().unwrap_or_default().to_string();
     for d in &nodes_down {
@@ -580,6 +599,36 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 33: a passing iteration prints no reproduce command (neither when it starts nor
+    /// when it ends); a failing one, or one that could not run, ends with it.
+    #[test]
+    fn only_failing_iterations_print_their_reproduce_command() {
+        use clap::Parser;
+        let cli =
+            crate::cli::Cli::parse_from(["pulsar-chaos", "soak", "s.yaml", "--duration", "1m"]);
+        let crate::cli::Command::Soak(args) = cli.command else {
+            panic!("not soak")
+        };
+        let s = crate::scenario::parse(
+            "s.yaml",
+            "name: s\nworkload: { topic: persistent://public/default/s, messages: 10 }\n",
+        )
+        .unwrap();
+        let req = iteration_request(&args, &s, 1, Path::new("runs"), &None);
+        assert!(
+            !req.announce_reproduce,
+            "runner::run would print it at every start"
+        );
+        let r = "pulsar-chaos run s.yaml --seed 9".to_string();
+        let pass = iteration_end(3, "PASS: 10 numbers", None);
+        assert_eq!(pass, "soak: iteration 3: PASS: 10 numbers\n");
+        let fail = iteration_end(4, "VIOLATION: 1 missing", Some(&r));
+        assert!(
+            fail.ends_with("soak: iteration 4: reproduce with: pulsar-chaos run s.yaml --seed 9\n"),
+            "{fail}"
+        );
+    }
 
     fn it(i: u64, status: &str, dir: Option<PathBuf>) -> Iteration {
         Iteration {
