@@ -53,6 +53,7 @@ impl Error {
             Error::Scenario(_) | Error::Adapter(_) | Error::Usage(_) | Error::RunDir(_) => {
                 exit::BAD_INPUT
             }
+            Error::History(h) if h.is_damaged() => exit::BAD_INPUT,
             Error::Interrupted => exit::INTERRUPTED,
             Error::Checker(_) => exit::CHECKER_FAULT,
             _ => exit::INFRASTRUCTURE,
