@@ -29,7 +29,7 @@ pub enum Command {
     },
     /// Print the fault plan a scenario and seed give, and start nothing.
     ///
-    /// Without --seed and a scenario `seed:`, a seed is drawn and printed on standard error, as
+    /// Without --seed or a scenario `seed:`, a seed is drawn and printed on standard error, as
     /// `run` does: `run` with that --seed executes the plan printed.
     Plan {
         /// The scenario file (YAML).
@@ -135,12 +135,8 @@ pub struct RunArgs {
     /// Leave the cluster running after the run (remove it with `cluster down`).
     #[arg(long)]
     pub keep_cluster: bool,
-    /// Use a running cluster instead of starting one (with --admin-url).
-    #[arg(long, requires = "admin_url")]
-    pub service_url: Option<String>,
-    /// Admin URL of the running cluster (with --service-url).
-    #[arg(long, requires = "service_url")]
-    pub admin_url: Option<String>,
+    #[command(flatten)]
+    pub external: ExternalArgs,
     /// The Pulsar image (overrides the scenario's).
     #[arg(long)]
     pub image: Option<String>,
@@ -169,6 +165,21 @@ pub struct RunArgs {
     /// Progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain, none.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
+    /// Resolve every fault's target on the cluster (--service-url/--admin-url) and print each
+    /// command, without running any, creating a topic or producing.
+    #[arg(long, conflicts_with = "resume")]
+    pub dry_run: bool,
+}
+
+/// A cluster the harness did not start (`run`, `soak`), and the faults allowed on it.
+#[derive(Debug, Args)]
+pub struct ExternalArgs {
+    /// Use a running cluster instead of starting one (with --admin-url).
+    #[arg(long, requires = "admin_url")]
+    pub service_url: Option<String>,
+    /// Admin URL of the running cluster (with --service-url).
+    #[arg(long, requires = "service_url")]
+    pub admin_url: Option<String>,
     /// The exec adapter file that makes faults on a cluster the harness did not start
     /// (overrides the scenario's `adapter:`).
     #[arg(long)]
@@ -177,10 +188,6 @@ pub struct RunArgs {
     /// `allow_destructive: true` in the scenario).
     #[arg(long)]
     pub allow_destructive: bool,
-    /// Resolve every fault's target on the cluster (--service-url/--admin-url) and print each
-    /// command, without running any, creating a topic or producing.
-    #[arg(long, conflicts_with = "resume")]
-    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -269,6 +276,8 @@ pub struct SoakArgs {
     /// Stop after this many iterations even if time is left.
     #[arg(long)]
     pub max_iterations: Option<u64>,
+    #[command(flatten)]
+    pub external: ExternalArgs,
 }
 
 #[derive(Debug, Args)]

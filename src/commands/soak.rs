@@ -293,7 +293,8 @@ fn write_outputs(dir: &Path, summary: &Summary, junit: Option<&Path>) -> Result<
     Ok(())
 }
 
-/// The scenario of the soak, at `--pulsar-version` if given, with a topic per iteration.
+/// The scenario of the soak, at `--pulsar-version` if given, on `--service-url` if given, with
+/// a topic per iteration.
 fn load_scenario(args: &SoakArgs) -> Result<scenario::Scenario> {
     let mut s = scenario::load(&args.scenario)?;
     if let Some(v) = &args.pulsar_version {
@@ -303,6 +304,7 @@ fn load_scenario(args: &SoakArgs) -> Result<scenario::Scenario> {
         s.set_client(args.client.as_deref(), args.client_version.as_deref())
             .map_err(Error::Usage)?;
     }
+    crate::commands::run::apply_external(&args.external, &mut s)?;
     // Every iteration gets a topic of its own.
     s.workload.unique_topic = true;
     Ok(s)
@@ -599,6 +601,56 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 33: `soak` takes a cluster the harness did not start from the command line, as
+    /// `run` does (--service-url/--admin-url, --adapter, --allow-destructive), and refuses
+    /// reply_loss there as `run` does, before anything starts.
+    #[test]
+    fn soak_takes_a_cluster_it_did_not_start_from_the_command_line() {
+        use clap::Parser;
+        let dir = crate::scratch::Scratch::new("pc-soak-external");
+        let path = dir.join("s.yaml");
+        std::fs::write(
+            &path,
+            "name: s\nworkload: { topic: persistent://public/default/s, messages: 10 }\n",
+        )
+        .unwrap();
+        let file = path.to_str().unwrap();
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["pulsar-chaos", "soak", file, "--duration", "1m"];
+            argv.extend_from_slice(extra);
+            let crate::cli::Command::Soak(args) = crate::cli::Cli::parse_from(argv).command else {
+                panic!("not soak")
+            };
+            args
+        };
+        let s = load_scenario(&parse(&[])).unwrap();
+        assert!(matches!(s.cluster, ClusterSpec::Docker(_)));
+        let args = parse(&[
+            "--service-url",
+            "pulsar://pulsar.example:6650",
+            "--admin-url",
+            "http://pulsar.example:8080",
+            "--adapter",
+            "a.yaml",
+            "--allow-destructive",
+        ]);
+        let s = load_scenario(&args).unwrap();
+        let ClusterSpec::External { service_url, .. } = &s.cluster else {
+            panic!("{:?}", s.cluster)
+        };
+        assert_eq!(service_url, "pulsar://pulsar.example:6650");
+        assert!(s.allow_destructive);
+        assert!(s.adapter.as_deref().is_some_and(|a| a.ends_with("a.yaml")));
+        std::fs::write(
+            &path,
+            "name: s\ncluster: { topology: standalone }\nworkload: { topic: persistent://public/default/s, messages: 10 }\nfaults:\n  - kind: reply_loss\n    reply: end_txn\n    count: 1\n    schedule: { at: [1s] }\n",
+        )
+        .unwrap();
+        let e = load_scenario(&args).unwrap_err();
+        assert_eq!(e.exit_code(), exit::BAD_INPUT);
+        assert!(e.to_string().contains("reply_loss faults need the harness's proxy"), "{e}");
+    }
 
     /// Issue 33: a passing iteration prints no reproduce command (neither when it starts nor
     /// when it ends); a failing one, or one that could not run, ends with it.
