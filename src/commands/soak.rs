@@ -649,7 +649,11 @@ mod tests {
         .unwrap();
         let e = load_scenario(&args).unwrap_err();
         assert_eq!(e.exit_code(), exit::BAD_INPUT);
-        assert!(e.to_string().contains("reply_loss faults need the harness's proxy"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("reply_loss faults need the harness's proxy"),
+            "{e}"
+        );
     }
 
     /// Issue 33: a passing iteration prints no reproduce command (neither when it starts nor
