@@ -8,12 +8,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// chaos: start a real Pulsar in Docker, send the numbers 0..N in transactions while faults
 /// hit the cluster on a seeded schedule, read everything back and check that exactly [0, N)
 /// arrived.
-///
-/// Exit codes: 0 pass, 1 violation, 2 bad input, 3 infrastructure failure, 4 inconclusive,
-/// 5 recheck differs, 6 checker fault, 7 stuck, 8 mismatch (verify without a history),
-/// 130 interrupted.
 #[derive(Debug, Parser)]
-#[command(name = "pulsar-chaos", version, about, long_about)]
+#[command(name = "pulsar-chaos", version, about, long_about, after_help = exit_codes_help())]
 pub struct Cli {
     /// More diagnostic output on stderr (-v info, -vv debug). RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -32,9 +28,14 @@ pub enum Command {
         scenario: PathBuf,
     },
     /// Print the fault plan a scenario and seed give, and start nothing.
+    ///
+    /// Without --seed or a scenario `seed:`, a seed is drawn and printed on standard error, as
+    /// `run` does: `run` with that --seed executes the plan printed.
     Plan {
+        /// The scenario file (YAML).
         scenario: PathBuf,
-        /// The master seed (default: the scenario's, else 0).
+        /// The master seed; overrides the scenario's. Without either, one is drawn and printed
+        /// (as `run` does).
         #[arg(long)]
         seed: Option<u64>,
         /// Instead of plan.json, list each firing with the command or API call it will make
@@ -68,6 +69,7 @@ pub enum Command {
         /// The Java client's version for the replay.
         #[arg(long)]
         client_version: Option<String>,
+        /// Progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain, none.
         #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
         progress: ProgressMode,
     },
@@ -86,7 +88,10 @@ pub enum Command {
     /// the original could not be reproduced.
     Shrink(ShrinkArgs),
     /// Write report.html of a run directory again from its history.
-    Report { run_dir: PathBuf },
+    Report {
+        /// A run directory written by `run` (or by `soak`, `matrix`, `replay`).
+        run_dir: PathBuf,
+    },
     /// Derive a run's verdict again, offline, from its stored read-back (readback.json) and
     /// history, and compare it with verdict.json. Exits with the verdict's code when they
     /// agree, 5 when they differ (the differences are printed).
@@ -130,12 +135,8 @@ pub struct RunArgs {
     /// Leave the cluster running after the run (remove it with `cluster down`).
     #[arg(long)]
     pub keep_cluster: bool,
-    /// Use a running cluster instead of starting one (with --admin-url).
-    #[arg(long, requires = "admin_url")]
-    pub service_url: Option<String>,
-    /// Admin URL of the running cluster (with --service-url).
-    #[arg(long, requires = "service_url")]
-    pub admin_url: Option<String>,
+    #[command(flatten)]
+    pub external: ExternalArgs,
     /// The Pulsar image (overrides the scenario's).
     #[arg(long)]
     pub image: Option<String>,
@@ -164,6 +165,21 @@ pub struct RunArgs {
     /// Progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain, none.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
+    /// Resolve every fault's target on the cluster (--service-url/--admin-url) and print each
+    /// command, without running any, creating a topic or producing.
+    #[arg(long, conflicts_with = "resume")]
+    pub dry_run: bool,
+}
+
+/// A cluster the harness did not start (`run`, `soak`), and the faults allowed on it.
+#[derive(Debug, Args)]
+pub struct ExternalArgs {
+    /// Use a running cluster instead of starting one (with --admin-url).
+    #[arg(long, requires = "admin_url")]
+    pub service_url: Option<String>,
+    /// Admin URL of the running cluster (with --service-url).
+    #[arg(long, requires = "service_url")]
+    pub admin_url: Option<String>,
     /// The exec adapter file that makes faults on a cluster the harness did not start
     /// (overrides the scenario's `adapter:`).
     #[arg(long)]
@@ -172,10 +188,6 @@ pub struct RunArgs {
     /// `allow_destructive: true` in the scenario).
     #[arg(long)]
     pub allow_destructive: bool,
-    /// Resolve every fault's target on the cluster (--service-url/--admin-url) and print each
-    /// command, without running any, creating a topic or producing.
-    #[arg(long, conflicts_with = "resume")]
-    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -188,8 +200,10 @@ pub enum ProgressMode {
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
+    /// Service URL of the cluster (pulsar://host:6650).
     #[arg(long)]
     pub service_url: String,
+    /// Admin URL of the cluster (http://host:8080).
     #[arg(long)]
     pub admin_url: String,
     /// The topic (persistent://tenant/ns/name); every partition is read.
@@ -219,6 +233,7 @@ pub struct VerifyArgs {
 
 #[derive(Debug, Args)]
 pub struct SoakArgs {
+    /// The scenario file (YAML).
     pub scenario: PathBuf,
     /// How long to soak (e.g. 8h, 20m).
     #[arg(long, value_parser = parse_duration)]
@@ -255,11 +270,14 @@ pub struct SoakArgs {
     /// Write a JUnit XML report here (one test case per iteration).
     #[arg(long)]
     pub junit: Option<PathBuf>,
+    /// Progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain, none.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
     /// Stop after this many iterations even if time is left.
     #[arg(long)]
     pub max_iterations: Option<u64>,
+    #[command(flatten)]
+    pub external: ExternalArgs,
 }
 
 #[derive(Debug, Args)]
@@ -276,6 +294,7 @@ pub struct ShrinkArgs {
     /// Leave the cluster running afterwards.
     #[arg(long)]
     pub keep_cluster: bool,
+    /// Progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain, none.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
 }
@@ -303,6 +322,7 @@ pub struct MatrixArgs {
     /// Parent directory of the matrix directory.
     #[arg(long, default_value = "runs")]
     pub out: PathBuf,
+    /// Progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain, none.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
 }
@@ -315,6 +335,7 @@ pub enum ClusterCommand {
     Status,
     /// Remove a cluster (by run id), or every cluster started by `cluster up` / --keep-cluster.
     Down {
+        /// Only the cluster of this run id (as `cluster status` and run.json name it).
         #[arg(long)]
         run: Option<String>,
     },
@@ -322,6 +343,7 @@ pub enum ClusterCommand {
 
 #[derive(Debug, Args)]
 pub struct ClusterUpArgs {
+    /// standalone: one container; cluster: ZooKeeper, bookies and brokers in containers.
     #[arg(long, value_enum, default_value_t = TopologyArg::Standalone)]
     pub topology: TopologyArg,
     /// Brokers (cluster topology).
@@ -373,9 +395,19 @@ pub enum ImageCommand {
     },
     /// Print the image a run would use.
     Show {
+        /// The Pulsar version.
         #[arg(long, default_value = crate::versions::DEFAULT)]
         pulsar_version: String,
     },
+}
+
+/// The exit codes, from the documented constants (`exit::ALL`), as `--help` ends.
+pub fn exit_codes_help() -> String {
+    let mut t = String::from("Exit codes:\n");
+    for (code, meaning) in crate::exit::ALL {
+        t.push_str(&format!("  {code:<4} {meaning}\n"));
+    }
+    t
 }
 
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
@@ -389,6 +421,105 @@ impl From<ProgressMode> for crate::progress::Mode {
             ProgressMode::Bar => crate::progress::Mode::Bar,
             ProgressMode::Plain => crate::progress::Mode::Plain,
             ProgressMode::None => crate::progress::Mode::None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// Every argument of every sub-command, at any depth, by its path (`cluster down --run`).
+    fn arguments(cmd: &clap::Command, path: &str, out: &mut Vec<(String, bool)>) {
+        for a in cmd.get_arguments() {
+            let name = a
+                .get_long()
+                .map(|l| format!("--{l}"))
+                .unwrap_or_else(|| format!("<{}>", a.get_id()));
+            let has_help = a
+                .get_help()
+                .is_some_and(|h| !h.to_string().trim().is_empty());
+            out.push((format!("{path} {name}"), has_help));
+        }
+        for sub in cmd.get_subcommands() {
+            arguments(sub, &format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    #[test]
+    fn every_argument_of_every_command_has_help_text() {
+        let cmd = Cli::command()
+            .disable_help_flag(true)
+            .disable_version_flag(true);
+        let mut all = Vec::new();
+        arguments(&cmd, "pulsar-chaos", &mut all);
+        assert!(all.len() > 50, "{all:?}");
+        let without: Vec<&String> = all.iter().filter(|(_, h)| !h).map(|(n, _)| n).collect();
+        assert!(
+            without.is_empty(),
+            "arguments without help text: {without:?}"
+        );
+    }
+
+    #[test]
+    fn help_lists_every_exit_code() {
+        for long in [true, false] {
+            let mut cmd = Cli::command();
+            let help = if long {
+                cmd.render_long_help()
+            } else {
+                cmd.render_help()
+            }
+            .to_string();
+            for (code, meaning) in crate::exit::ALL {
+                assert!(
+                    help.contains(&format!("  {code:<4} {meaning}")),
+                    "exit code {code} not in --help:\n{help}"
+                );
+            }
+        }
+    }
+
+    /// The long options of one sub-command.
+    fn longs(name: &str) -> Vec<String> {
+        Cli::command()
+            .find_subcommand(name)
+            .unwrap()
+            .get_arguments()
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .collect()
+    }
+
+    /// Every option only `soak` has (not `run`'s too) is in the README where soak is
+    /// described: its usage line or its section.
+    #[test]
+    fn the_readme_describes_every_option_of_soak() {
+        let readme = include_str!("../README.md");
+        let section = readme
+            .split("### Soak runs")
+            .nth(1)
+            .and_then(|r| r.split("\n### ").next())
+            .expect("README has a soak section");
+        let usage: String = readme
+            .lines()
+            .filter(|l| l.starts_with("pulsar-chaos soak"))
+            .collect();
+        let run = longs("run");
+        let only_soak: Vec<String> = longs("soak")
+            .into_iter()
+            .filter(|l| !run.contains(l))
+            .collect();
+        assert!(
+            only_soak.contains(&"--max-iterations".to_string()),
+            "{only_soak:?}"
+        );
+        for l in only_soak {
+            assert!(
+                section.contains(&l) || usage.contains(&l),
+                "{l} of soak is not in README.md's soak usage line or section"
+            );
         }
     }
 }

@@ -42,13 +42,18 @@ pub enum Error {
     Transform(#[from] crate::transform::TransformError),
     #[error("{0}")]
     Driver(#[from] crate::drivers::DriverError),
+    #[error("{0}")]
+    RunDir(#[from] crate::rundir::RunDirError),
 }
 
 impl Error {
     /// The documented exit code for this error.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Scenario(_) | Error::Adapter(_) | Error::Usage(_) => exit::BAD_INPUT,
+            Error::Scenario(_) | Error::Adapter(_) | Error::Usage(_) | Error::RunDir(_) => {
+                exit::BAD_INPUT
+            }
+            Error::History(h) if h.is_damaged() => exit::BAD_INPUT,
             Error::Interrupted => exit::INTERRUPTED,
             Error::Checker(_) => exit::CHECKER_FAULT,
             _ => exit::INFRASTRUCTURE,

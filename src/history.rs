@@ -35,18 +35,42 @@ pub enum HistoryError {
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot read the history {path}: {source}")]
+    #[error("cannot read the history {path}: {source}{}", damaged_hint(.source))]
     Read {
         path: String,
         #[source]
         source: std::io::Error,
     },
-    #[error("{path}:{line}: not a history event: {message}")]
+    #[error("{path}:{line}: not a history event: {message}; {DAMAGED}")]
     Parse {
         path: String,
         line: usize,
         message: String,
     },
+}
+
+/// What to do about a history whose text is damaged.
+const DAMAGED: &str = "the history is damaged (a run only appends whole lines, so something changed it afterwards); run the scenario again with run.json's `reproduce` command";
+
+/// After a read error: when the file's bytes are not text, it is damaged, not unreadable.
+fn damaged_hint(e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::InvalidData {
+        format!(" (not UTF-8 text); {DAMAGED}")
+    } else {
+        String::new()
+    }
+}
+
+impl HistoryError {
+    /// True when the file is there and readable but its content is not a history: bad input
+    /// (exit 2), not the machine's failure.
+    pub fn is_damaged(&self) -> bool {
+        match self {
+            HistoryError::Parse { .. } => true,
+            HistoryError::Read { source, .. } => source.kind() == std::io::ErrorKind::InvalidData,
+            HistoryError::Write { .. } => false,
+        }
+    }
 }
 
 impl History {
@@ -223,6 +247,29 @@ pub fn read_all(path: &Path) -> Result<Vec<Event>, HistoryError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 33: a history line that is not JSON, or not UTF-8, is a damaged file (exit 2,
+    /// named, with what to do), not an infrastructure failure (exit 3).
+    #[test]
+    fn a_damaged_history_is_bad_input_with_what_to_do() {
+        let dir = tempdir();
+        let path = dir.join("history.jsonl");
+        for bytes in [&b"{bad\n"[..], &b"{\"t_ms\": \"\xff\"}\n"[..]] {
+            std::fs::write(&path, bytes).unwrap();
+            let e = read(&path).unwrap().next().unwrap().unwrap_err();
+            assert!(e.is_damaged(), "{e}");
+            let t = e.to_string();
+            assert!(t.contains(&path.display().to_string()), "{t}");
+            assert!(t.contains("the history is damaged"), "{t}");
+            assert!(t.contains("`reproduce`"), "{t}");
+            assert_eq!(
+                crate::error::Error::from(e).exit_code(),
+                crate::exit::BAD_INPUT
+            );
+        }
+        let missing = read(&dir.join("none.jsonl")).err().unwrap();
+        assert!(!missing.is_damaged());
+    }
 
     #[test]
     fn events_round_trip_through_a_file() {

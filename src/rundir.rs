@@ -126,12 +126,65 @@ impl RunDir {
         self.write(name, &s)
     }
 
+    /// A JSON file of the run directory. A file that is not UTF-8, not JSON, or not the JSON
+    /// this pulsar-chaos writes is a damaged run directory (bad input, exit 2), named with
+    /// what to do; only a file that cannot be read at all is the machine's failure.
     pub fn read_json<T: for<'de> Deserialize<'de>>(&self, name: &str) -> Result<T> {
         let p = self.file(name);
-        let text =
-            std::fs::read_to_string(&p).map_err(Error::io(format!("read {}", p.display())))?;
-        serde_json::from_str(&text).map_err(|e| Error::Usage(format!("{}: {e}", p.display())))
+        let bytes = std::fs::read(&p).map_err(Error::io(format!("read {}", p.display())))?;
+        Ok(parse_json(&p, &bytes)?)
     }
+}
+
+/// A run directory's file that is there but cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    #[error("{path}: {what}: the run directory is damaged (a run writes its files whole, so something changed it afterwards); {remedy}")]
+    Damaged {
+        path: String,
+        /// "not valid JSON (line 1, column 2)", "not UTF-8 text (at byte 17)", ...
+        what: String,
+        remedy: &'static str,
+    },
+}
+
+/// What to do when `name` of a run directory is damaged.
+fn remedy(name: &str) -> &'static str {
+    match name {
+        "run.json" => "run the scenario again (the seed is in plan.json)",
+        crate::readlog::FILE => {
+            "`report` still works from verdict.json, `recheck` cannot; to check again, run the scenario again with run.json's `reproduce` command"
+        }
+        _ => "run the scenario again with run.json's `reproduce` command",
+    }
+}
+
+/// Parse the bytes of the run directory's file `path` as JSON of `T`.
+pub fn parse_json<T: for<'de> Deserialize<'de>>(
+    path: &Path,
+    bytes: &[u8],
+) -> std::result::Result<T, RunDirError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let damaged = |what: String| RunDirError::Damaged {
+        path: path.display().to_string(),
+        what,
+        remedy: remedy(&name),
+    };
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| damaged(format!("not UTF-8 text (at byte {})", e.valid_up_to())))?;
+    serde_json::from_str(text).map_err(|e| {
+        use serde_json::error::Category;
+        let at = format!("line {}, column {}", e.line(), e.column());
+        damaged(match e.classify() {
+            Category::Syntax | Category::Io => format!("not valid JSON ({at})"),
+            Category::Eof => format!("not valid JSON: it ends early ({at})"),
+            // Valid JSON of another shape: serde's text names the field.
+            Category::Data => format!("not the JSON this pulsar-chaos writes ({e})"),
+        })
+    })
 }
 
 /// A short id for a run: time and process, in hex.
@@ -167,6 +220,59 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names, vec!["run.json".to_string()]);
+        std::fs::remove_dir_all(&parent).unwrap();
+    }
+
+    /// Issue 33: a damaged file is named, said to be not JSON (or not UTF-8) in words rather
+    /// than the parser's, with what to do; it is bad input (exit 2), never exit 3.
+    #[test]
+    fn a_damaged_json_file_is_bad_input_named_with_what_to_do() {
+        let parent = std::env::temp_dir().join(format!("rundir-damaged-{}", new_run_id()));
+        std::fs::create_dir_all(&parent).unwrap();
+        let d = RunDir::create(&parent, "s", "r1").unwrap();
+        let cases: [(&str, &[u8], &str, &str); 4] = [
+            (
+                "verdict.json",
+                b"{bad",
+                "not valid JSON (line 1, column 2)",
+                "`reproduce`",
+            ),
+            (
+                "readback.json",
+                b"{\"a\": \"\xff\xfe\"}",
+                "not UTF-8 text (at byte 7)",
+                "`recheck` cannot",
+            ),
+            (
+                "plan.json",
+                b"{\"a\": ",
+                "not valid JSON: it ends early",
+                "`reproduce`",
+            ),
+            (
+                "run.json",
+                b"{\"a\": 1}",
+                "not the JSON this pulsar-chaos writes (missing field",
+                "seed is in plan.json",
+            ),
+        ];
+        for (name, bytes, what, remedy) in cases {
+            std::fs::write(d.file(name), bytes).unwrap();
+            let e = match name {
+                "run.json" => d.read_json::<RunInfo>(name).unwrap_err(),
+                _ => d.read_json::<crate::checker::Verdict>(name).unwrap_err(),
+            };
+            let t = e.to_string();
+            assert_eq!(e.exit_code(), crate::exit::BAD_INPUT, "{t}");
+            assert!(
+                t.starts_with(&format!("{}: ", d.file(name).display())),
+                "{t}"
+            );
+            assert!(t.contains(what), "{name}: {t}");
+            assert!(t.contains(remedy), "{name}: {t}");
+            assert!(t.contains("the run directory is damaged"), "{t}");
+            assert!(!t.contains("expected ident"), "{t}");
+        }
         std::fs::remove_dir_all(&parent).unwrap();
     }
 }

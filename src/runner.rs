@@ -60,6 +60,9 @@ pub struct Request {
     pub json: bool,
     /// A cluster to reuse instead of starting one (soak: one cluster for many runs).
     pub reuse: Option<Reuse>,
+    /// Print the command that reproduces the run when it starts (so a run that dies on the
+    /// way still named it). Off in a soak: it names only its failing iterations'.
+    pub announce_reproduce: bool,
 }
 
 /// A cluster already running, shared by several runs.
@@ -130,7 +133,9 @@ pub async fn run(req: Request) -> Result<Outcome> {
     dir.write("plan.json", &plan.to_json())?;
     let reproduce = reproduce_command(&dir.file("scenario.yaml"), req.seed);
     eprintln!("seed: {}   run directory: {}", req.seed, dir.path.display());
-    eprintln!("reproduce with: {reproduce}");
+    if req.announce_reproduce {
+        eprintln!("reproduce with: {reproduce}");
+    }
     let env = bring_up(&req, &run_id).await?;
     let topic = req.scenario.workload.topic_for_run(&run_id);
     let info = RunInfo {
@@ -211,6 +216,7 @@ pub async fn resume(
         progress,
         json,
         reuse: None,
+        announce_reproduce: true,
     };
     // On a cluster the harness did not start, what the interrupted run left applied is healed
     // with the adapter's commands, and the nodes are discovered again.

@@ -17,3 +17,16 @@ pub fn entropy() -> u64 {
 pub fn fresh() -> u64 {
     fresh_seed(entropy())
 }
+
+/// The seed given (on the command line, else the scenario's), or a fresh one announced on
+/// standard error: `run` and `plan` choose alike, so `plan` shows a plan `run` will execute.
+pub fn given_or_drawn(given: Option<u64>) -> u64 {
+    match given {
+        Some(x) => x,
+        None => {
+            let x = fresh();
+            eprintln!("no seed given: drew {x}");
+            x
+        }
+    }
+}

@@ -326,6 +326,7 @@ impl Session {
             progress: self.job.progress,
             json: false,
             reuse,
+            announce_reproduce: true,
         };
         let rel = |p: &Path| p.strip_prefix(&self.out).unwrap_or(p).display().to_string();
         Ok(match runner::run(req).await {

@@ -111,6 +111,7 @@ fn request(args: &MatrixArgs, sv: scenario::Scenario, seed: u64, out: PathBuf) -
         progress: args.progress.into(),
         json: false,
         reuse: None,
+        announce_reproduce: true,
     }
 }
 

@@ -83,6 +83,7 @@ pub async fn replay(
             progress,
             json: false,
             reuse: None,
+            announce_reproduce: true,
         };
         let o = runner::run(req).await?;
         let plan_now = std::fs::read_to_string(o.run_dir.join("plan.json")).unwrap_or_default();

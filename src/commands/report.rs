@@ -22,9 +22,27 @@ pub fn report(run_dir: &Path) -> Result<i32> {
         )));
     }
     let verdict: Verdict = dir.read_json("verdict.json")?;
+    if let Some(w) = readback_warning(&dir) {
+        eprintln!("warning: {w}");
+    }
     crate::report::write_html(&dir, &info, &plan, &verdict)?;
     println!("{}", dir.file("report.html").display());
     Ok(exit::PASS)
+}
+
+/// What `report` says when the run's stored read-back (readback.json) is there but cannot be
+/// read: the report renders verdict.json alone, and `recheck` cannot check it again.
+fn readback_warning(dir: &RunDir) -> Option<String> {
+    let path = dir.file(crate::readlog::FILE);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        // Absent: a run that never stored it (older pulsar-chaos); nothing to say.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => return Some(format!("{}: cannot read: {e}", path.display())),
+    };
+    crate::rundir::parse_json::<serde::de::IgnoredAny>(&path, &bytes)
+        .err()
+        .map(|e| format!("{e}; report.html is rendered from verdict.json alone"))
 }
 
 #[cfg(test)]
@@ -102,6 +120,31 @@ mod tests {
             html.contains("Planned but not in the history (2)"),
             "{html}"
         );
+        let _ = std::fs::remove_dir_all(&dir.path);
+    }
+
+    /// Issue 33: a run whose readback.json is damaged is still reported from verdict.json,
+    /// and `report` says the read-back is unreadable instead of rendering silently.
+    #[test]
+    fn a_damaged_readback_is_named_and_the_report_still_written() {
+        let dir = run_dir();
+        assert_eq!(
+            readback_warning(&dir),
+            None,
+            "no readback.json: nothing to say"
+        );
+        dir.write(crate::readlog::FILE, "{\"format\": 1}\n")
+            .unwrap();
+        assert_eq!(readback_warning(&dir), None);
+        std::fs::write(dir.file(crate::readlog::FILE), b"{\"format\": \"\xff\"}").unwrap();
+        let w = readback_warning(&dir).expect("a warning");
+        assert!(w.contains("readback.json: not UTF-8 text"), "{w}");
+        assert!(w.contains("rendered from verdict.json alone"), "{w}");
+        std::fs::write(dir.file(crate::readlog::FILE), b"{\"format\": 1, ").unwrap();
+        let w = readback_warning(&dir).expect("a warning");
+        assert!(w.contains("readback.json: not valid JSON"), "{w}");
+        assert_eq!(report(&dir.path).unwrap(), exit::PASS);
+        assert!(dir.file("report.html").is_file());
         let _ = std::fs::remove_dir_all(&dir.path);
     }
 

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use crate::brokerlog::TxnLog;
 use crate::checker::{self, Context, Status, Verdict};
-use crate::cli::{RunArgs, VerifyArgs};
+use crate::cli::{ExternalArgs, RunArgs, VerifyArgs};
 use crate::error::{Error, Result};
 use crate::exit;
 use crate::history::TxnId;
@@ -239,6 +239,30 @@ pub fn print_verdict(v: &Verdict, reproduce: Option<&str>) {
     }
 }
 
+/// `--service-url`/`--admin-url`, `--adapter` and `--allow-destructive` (of `run` and
+/// `soak`) over the scenario's keys.
+pub fn apply_external(args: &ExternalArgs, s: &mut scenario::Scenario) -> Result<()> {
+    if let (Some(service_url), Some(admin_url)) = (&args.service_url, &args.admin_url) {
+        s.cluster = s.cluster.at_urls(service_url, admin_url);
+    }
+    if let Some(a) = &args.adapter {
+        s.set_adapter(&crate::adapter::absolute(a));
+    }
+    if args.allow_destructive {
+        s.allow_destructive();
+    }
+    if args.service_url.is_some()
+        && s.faults
+            .iter()
+            .any(|f| matches!(f.kind, scenario::FaultKind::ReplyLoss { .. }))
+    {
+        return Err(Error::Usage(
+            "--service-url/--admin-url name a cluster the harness did not start; reply_loss faults need the harness's proxy in front of a cluster it started".into(),
+        ));
+    }
+    Ok(())
+}
+
 pub async fn run(args: RunArgs) -> Result<i32> {
     if let Some(dir) = &args.resume {
         let outcome = runner::resume(dir, args.progress.into(), args.json).await?;
@@ -258,32 +282,8 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         s.set_client(args.client.as_deref(), args.client_version.as_deref())
             .map_err(Error::Usage)?;
     }
-    if let (Some(service_url), Some(admin_url)) = (&args.service_url, &args.admin_url) {
-        s.cluster = s.cluster.at_urls(service_url, admin_url);
-    }
-    if let Some(a) = &args.adapter {
-        s.set_adapter(&crate::adapter::absolute(a));
-    }
-    if args.allow_destructive {
-        s.allow_destructive();
-    }
-    if args.service_url.is_some()
-        && s.faults
-            .iter()
-            .any(|f| matches!(f.kind, scenario::FaultKind::ReplyLoss { .. }))
-    {
-        return Err(Error::Usage(
-            "--service-url/--admin-url name a cluster the harness did not start; reply_loss faults need the harness's proxy in front of a cluster it started".into(),
-        ));
-    }
-    let seed = match args.seed.or(s.seed) {
-        Some(x) => x,
-        None => {
-            let x = crate::seed::fresh();
-            eprintln!("no seed given: drew {x}");
-            x
-        }
-    };
+    apply_external(&args.external, &mut s)?;
+    let seed = crate::seed::given_or_drawn(args.seed.or(s.seed));
     if args.dry_run {
         print!("{}", runner::dry_run(&s, seed).await?);
         return Ok(exit::PASS);
@@ -298,6 +298,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         progress: args.progress.into(),
         json: args.json,
         reuse: None,
+        announce_reproduce: true,
     };
     let outcome = runner::run(req).await?;
     if !args.json {

@@ -29,8 +29,15 @@ fn warn_reach(path: &Path, s: &scenario::Scenario) {
 
 pub fn plan(path: &Path, seed: Option<u64>, commands: bool, adapter: Option<&Path>) -> Result<i32> {
     let s = scenario::load(path)?;
-    let seed = seed.or(s.seed).unwrap_or(0);
     warn_reach(path, &s);
+    let given = seed.or(s.seed);
+    let seed = crate::seed::given_or_drawn(given);
+    if given.is_none() {
+        eprintln!(
+            "(`run {} --seed {seed}` executes this plan)",
+            path.display()
+        );
+    }
     if commands {
         print!("{}", crate::runner::plan_commands(&s, seed, adapter)?);
     } else {

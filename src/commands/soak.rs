@@ -293,7 +293,8 @@ fn write_outputs(dir: &Path, summary: &Summary, junit: Option<&Path>) -> Result<
     Ok(())
 }
 
-/// The scenario of the soak, at `--pulsar-version` if given, with a topic per iteration.
+/// The scenario of the soak, at `--pulsar-version` if given, on `--service-url` if given, with
+/// a topic per iteration.
 fn load_scenario(args: &SoakArgs) -> Result<scenario::Scenario> {
     let mut s = scenario::load(&args.scenario)?;
     if let Some(v) = &args.pulsar_version {
@@ -303,6 +304,7 @@ fn load_scenario(args: &SoakArgs) -> Result<scenario::Scenario> {
         s.set_client(args.client.as_deref(), args.client_version.as_deref())
             .map_err(Error::Usage)?;
     }
+    crate::commands::run::apply_external(&args.external, &mut s)?;
     // Every iteration gets a topic of its own.
     s.workload.unique_topic = true;
     Ok(s)
@@ -350,18 +352,8 @@ fn iteration_request(
         progress: args.progress.into(),
         json: args.json,
         reuse: cluster.clone().map(|c| Reuse { cluster: c }),
-    }
-}
-
-/// The master seed: the one given, or a fresh one (announced).
-fn master_seed(given: Option<u64>) -> u64 {
-    match given {
-        Some(x) => x,
-        None => {
-            let x = crate::seed::fresh();
-            eprintln!("no seed given: drew {x}");
-            x
-        }
+        // A passing iteration's command is noise; a failing one's is printed at its end.
+        announce_reproduce: false,
     }
 }
 
@@ -388,6 +380,17 @@ impl Summary {
             runs: Vec::new(),
         }
     }
+}
+
+/// What a soak prints when an iteration ends: its summary, and the command that reproduces
+/// it when it failed (a passing iteration's would be noise; `runner::run` prints none in a
+/// soak).
+fn iteration_end(i: u64, summary: &str, failed_reproduce: Option<&String>) -> String {
+    let mut t = format!("soak: iteration {i}: {summary}\n");
+    if let Some(r) = failed_reproduce {
+        t.push_str(&format!("soak: iteration {i}: reproduce with: {r}\n"));
+    }
+    t
 }
 
 /// Count and record an iteration that ran (deleting its topic if it passed); true if it failed.
@@ -420,7 +423,11 @@ async fn record_outcome(
         // Only `verify` without a history gives a mismatch.
         Status::Mismatch => summary.violations += 1,
     }
-    eprintln!("soak: iteration {i}: {}", o.verdict.summary);
+    let failed = o.verdict.status != Status::Pass;
+    eprint!(
+        "{}",
+        iteration_end(i, &o.verdict.summary, failed.then_some(&reproduce))
+    );
     // A passing iteration's topic goes, so the cluster's disk stays bounded.
     if o.verdict.status == Status::Pass {
         let admin = crate::admin::Admin::new(&o.info.admin_url);
@@ -431,7 +438,6 @@ async fn record_outcome(
             tracing::warn!("could not delete {}: {e}", o.info.topic);
         }
     }
-    let failed = o.verdict.status != Status::Pass;
     summary.runs.push(Iteration {
         iteration: i,
         seed,
@@ -458,7 +464,10 @@ fn record_error(
     t: Instant,
     nodes_down: Vec<NodeDown>,
 ) {
-    eprintln!("soak: iteration {i} could not run: {e}");
+    eprint!(
+        "{}",
+        iteration_end(i, &format!("could not run: {e}"), Some(&reproduce))
+    );
     let error = e.to_string();
     let mut why = error.lines().next().unwrap_or_default().to_string();
     for d in &nodes_down {
@@ -492,7 +501,7 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
     let s = load_scenario(&args)?;
     // A cluster the harness did not start: refused once, here, not in every iteration.
     crate::runner::check_external(&s)?;
-    let master = master_seed(args.seed.or(s.seed));
+    let master = crate::seed::given_or_drawn(args.seed.or(s.seed));
     let soak_id = crate::rundir::new_run_id();
     let dir = args.out.join(format!("soak-{}-{}", s.name, soak_id));
     std::fs::create_dir_all(&dir).map_err(Error::io(format!("create {}", dir.display())))?;
@@ -592,6 +601,90 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 33: `soak` takes a cluster the harness did not start from the command line, as
+    /// `run` does (--service-url/--admin-url, --adapter, --allow-destructive), and refuses
+    /// reply_loss there as `run` does, before anything starts.
+    #[test]
+    fn soak_takes_a_cluster_it_did_not_start_from_the_command_line() {
+        use clap::Parser;
+        let dir = crate::scratch::Scratch::new("pc-soak-external");
+        let path = dir.join("s.yaml");
+        std::fs::write(
+            &path,
+            "name: s\nworkload: { topic: persistent://public/default/s, messages: 10 }\n",
+        )
+        .unwrap();
+        let file = path.to_str().unwrap();
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["pulsar-chaos", "soak", file, "--duration", "1m"];
+            argv.extend_from_slice(extra);
+            let crate::cli::Command::Soak(args) = crate::cli::Cli::parse_from(argv).command else {
+                panic!("not soak")
+            };
+            args
+        };
+        let s = load_scenario(&parse(&[])).unwrap();
+        assert!(matches!(s.cluster, ClusterSpec::Docker(_)));
+        let args = parse(&[
+            "--service-url",
+            "pulsar://pulsar.example:6650",
+            "--admin-url",
+            "http://pulsar.example:8080",
+            "--adapter",
+            "a.yaml",
+            "--allow-destructive",
+        ]);
+        let s = load_scenario(&args).unwrap();
+        let ClusterSpec::External { service_url, .. } = &s.cluster else {
+            panic!("{:?}", s.cluster)
+        };
+        assert_eq!(service_url, "pulsar://pulsar.example:6650");
+        assert!(s.allow_destructive);
+        assert!(s.adapter.as_deref().is_some_and(|a| a.ends_with("a.yaml")));
+        std::fs::write(
+            &path,
+            "name: s\ncluster: { topology: standalone }\nworkload: { topic: persistent://public/default/s, messages: 10 }\nfaults:\n  - kind: reply_loss\n    reply: end_txn\n    count: 1\n    schedule: { at: [1s] }\n",
+        )
+        .unwrap();
+        let e = load_scenario(&args).unwrap_err();
+        assert_eq!(e.exit_code(), exit::BAD_INPUT);
+        assert!(
+            e.to_string()
+                .contains("reply_loss faults need the harness's proxy"),
+            "{e}"
+        );
+    }
+
+    /// Issue 33: a passing iteration prints no reproduce command (neither when it starts nor
+    /// when it ends); a failing one, or one that could not run, ends with it.
+    #[test]
+    fn only_failing_iterations_print_their_reproduce_command() {
+        use clap::Parser;
+        let cli =
+            crate::cli::Cli::parse_from(["pulsar-chaos", "soak", "s.yaml", "--duration", "1m"]);
+        let crate::cli::Command::Soak(args) = cli.command else {
+            panic!("not soak")
+        };
+        let s = crate::scenario::parse(
+            "s.yaml",
+            "name: s\nworkload: { topic: persistent://public/default/s, messages: 10 }\n",
+        )
+        .unwrap();
+        let req = iteration_request(&args, &s, 1, Path::new("runs"), &None);
+        assert!(
+            !req.announce_reproduce,
+            "runner::run would print it at every start"
+        );
+        let r = "pulsar-chaos run s.yaml --seed 9".to_string();
+        let pass = iteration_end(3, "PASS: 10 numbers", None);
+        assert_eq!(pass, "soak: iteration 3: PASS: 10 numbers\n");
+        let fail = iteration_end(4, "VIOLATION: 1 missing", Some(&r));
+        assert!(
+            fail.ends_with("soak: iteration 4: reproduce with: pulsar-chaos run s.yaml --seed 9\n"),
+            "{fail}"
+        );
+    }
 
     fn it(i: u64, status: &str, dir: Option<PathBuf>) -> Iteration {
         Iteration {

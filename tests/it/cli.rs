@@ -159,3 +159,63 @@ fn validate_and_plan_warn_when_the_faults_may_come_after_the_workload() {
     let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(plan["faults"].as_array().unwrap().len(), 2);
 }
+
+/// Issue 33: `plan` without a seed (none given, none in the scenario) draws one and prints it
+/// as `run` does, so the plan shown is one `run --seed` executes; the plan names the seed.
+#[test]
+fn plan_without_a_seed_draws_and_prints_one_as_run_does() {
+    let dir = tmpdir("plan-seed-cli");
+    let p = write(
+        &dir,
+        "f.yaml",
+        "name: f\ncluster: { topology: cluster, brokers: 2 }\nworkload: { topic: persistent://public/default/t, messages: 10 }\nfaults:\n  - kind: broker_restart\n    schedule: { random: { count: 5, within: [1s, 60s] } }\n",
+    );
+    let o = run(&["plan", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    let drawn: u64 = err
+        .split("no seed given: drew ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no drawn seed on standard error: {err}"));
+    assert!(
+        err.contains(&format!("--seed {drawn}` executes this plan")),
+        "{err}"
+    );
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(plan["seed"], drawn);
+    let again = run(&["plan", p.to_str().unwrap(), "--seed", &drawn.to_string()]);
+    assert_eq!(again.stdout, o.stdout);
+    // A seed given (or the scenario's) draws nothing.
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("drew"));
+}
+
+/// Issue 33: a damaged readback.json (not UTF-8, or not JSON) is a damaged run directory: exit
+/// 2 naming the file and what to do, not exit 3 nor the parser's own words.
+#[test]
+fn recheck_of_a_damaged_readback_is_bad_input_naming_the_file() {
+    let dir = tmpdir("damaged-cli");
+    for (case, bytes, what) in [
+        ("utf8", &b"{\"format\": \"\xff\"}"[..], "not UTF-8 text"),
+        ("json", &b"{bad"[..], "not valid JSON (line 1, column 2)"),
+    ] {
+        let run_dir = dir.join(case);
+        std::fs::create_dir_all(&run_dir).unwrap();
+        for f in ["run.json", "verdict.json", "history.jsonl"] {
+            write(&run_dir, f, "{}\n");
+        }
+        std::fs::write(run_dir.join("readback.json"), bytes).unwrap();
+        let o = run(&["recheck", run_dir.to_str().unwrap()]);
+        let t = assert_clean_failure(&o, 2);
+        assert!(
+            t.contains(&format!(
+                "{}: {what}",
+                run_dir.join("readback.json").display()
+            )),
+            "{case}: {t}"
+        );
+        assert!(t.contains("the run directory is damaged"), "{case}: {t}");
+        assert!(!t.contains("expected ident"), "{case}: {t}");
+    }
+}

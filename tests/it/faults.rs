@@ -286,6 +286,7 @@ fn owner_and_coordinator_targets_resolve_and_cluster_faults_run() {
             progress: pulsar_chaos::progress::Mode::None,
             json: false,
             reuse: Some(pulsar_chaos::runner::Reuse { cluster: c.clone() }),
+            announce_reproduce: true,
         };
         let o = pulsar_chaos::runner::run(req).await.expect("the run completes");
         assert_faults_recorded(&o.run_dir, &["bookie_restart", "zookeeper_restart", "broker_restart"]);

@@ -5,7 +5,8 @@
 pub const PASS: i32 = 0;
 /// The checker found a violation: a number missing, duplicated, or unexpected.
 pub const VIOLATION: i32 = 1;
-/// Bad input: a usage error or an invalid scenario file. Nothing was started.
+/// Bad input: a usage error, an invalid scenario file, or a run directory whose files do not
+/// parse (damaged). Nothing was started.
 pub const BAD_INPUT: i32 = 2;
 /// Infrastructure failure: Docker unreachable, image missing, cluster never ready, port taken.
 pub const INFRASTRUCTURE: i32 = 3;
@@ -29,6 +30,42 @@ pub const MISMATCH: i32 = 8;
 /// Interrupted by Ctrl-C / SIGTERM (after cleanup). 128 + SIGINT, as shells report it.
 pub const INTERRUPTED: i32 = 130;
 
+/// Every code above with its meaning in a few words, in order: the one list `--help` prints
+/// (a test keeps it complete).
+pub const ALL: &[(i32, &str)] = &[
+    (PASS, "pass (or a command without a verdict succeeded)"),
+    (
+        VIOLATION,
+        "violation: a number missing, duplicated or unexpected",
+    ),
+    (
+        BAD_INPUT,
+        "bad input: usage error, invalid scenario, damaged run directory",
+    ),
+    (
+        INFRASTRUCTURE,
+        "infrastructure failure: Docker, image, ports, cluster never ready",
+    ),
+    (INCONCLUSIVE, "inconclusive: the run could not decide"),
+    (
+        RECHECK_DIFFERS,
+        "recheck: the stored read-back does not reproduce verdict.json",
+    ),
+    (
+        CHECKER_FAULT,
+        "checker fault: its counts do not add up (a pulsar-chaos bug)",
+    ),
+    (
+        STUCK,
+        "stuck: Pulsar held the read-back after every fault healed",
+    ),
+    (
+        MISMATCH,
+        "mismatch: `verify` without --history found the topic not exactly [0, N)",
+    ),
+    (INTERRUPTED, "interrupted (Ctrl-C / SIGTERM), after cleanup"),
+];
+
 /// The exit code of a verdict's status: the one mapping every command uses.
 pub fn of_status(status: crate::checker::Status) -> i32 {
     use crate::checker::Status;
@@ -38,5 +75,25 @@ pub fn of_status(status: crate::checker::Status) -> i32 {
         Status::Inconclusive => INCONCLUSIVE,
         Status::Stuck => STUCK,
         Status::Mismatch => MISMATCH,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `pub const NAME: i32` of this file, read from its source: a code added without
+    /// an entry in `ALL` fails here (and so cannot be missing from `--help`).
+    #[test]
+    fn all_lists_every_code_of_this_file_once() {
+        let declared: Vec<i32> = include_str!("exit.rs")
+            .lines()
+            .filter_map(|l| l.strip_prefix("pub const "))
+            .filter_map(|l| l.split_once(": i32 = "))
+            .map(|(_, v)| v.trim_end_matches(';').parse().unwrap())
+            .collect();
+        assert!(declared.len() >= 10, "{declared:?}");
+        let listed: Vec<i32> = ALL.iter().map(|(c, _)| *c).collect();
+        assert_eq!(listed, declared);
     }
 }
