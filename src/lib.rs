@@ -5,6 +5,25 @@ pub use pulsar_chaos_core::{
     brokerlog, checker, clients, exit, matrix, plan, policy, readlog, stall, versions,
 };
 
+/// `println!` on standard output that never panics: see [`term::out`].
+#[macro_export]
+macro_rules! outln {
+    () => {
+        $crate::term::out(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::term::out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` on standard output that never panics: see [`term::out`].
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::term::out(format_args!($($arg)*))
+    };
+}
+
 pub mod adapter;
 pub mod admin;
 pub mod backoff;

@@ -64,19 +64,23 @@ impl Drop for RunGuard {
 /// is done for it.
 pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Waits for Ctrl-C or SIGTERM; returns the signal's name.
+/// Waits for Ctrl-C or SIGTERM, or for standard output to close (its reader is gone:
+/// `run … | head`); returns the signal's name, or "stdout closed".
 pub async fn signal() -> &'static str {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = match signal(SignalKind::terminate()) {
         Ok(s) => s,
         Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-            return "SIGINT";
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => return "SIGINT",
+                () = crate::term::stdout_gone() => return "stdout closed",
+            }
         }
     };
     tokio::select! {
         _ = tokio::signal::ctrl_c() => "SIGINT",
         _ = term.recv() => "SIGTERM",
+        () = crate::term::stdout_gone() => "stdout closed",
     }
 }
 

@@ -40,6 +40,42 @@ pub fn say(line: &str) {
     });
 }
 
+/// Set once standard output is gone (a reader that stopped reading: `run … | head`).
+static STDOUT_GONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Wakes [`stdout_gone`] when standard output goes.
+static STDOUT_GONE_NOTIFY: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// Print on standard output, above the status line when one is drawn; what `outln!` and
+/// `out!` call. A write that fails (the reader closed the pipe) is not a panic, as
+/// `println!`'s is: the output is dropped from then on and [`stdout_gone`] fires, so the
+/// command stops as after Ctrl-C (faults healed, what it created removed) instead of dying
+/// with its cluster left behind.
+pub fn out(args: std::fmt::Arguments<'_>) {
+    if STDOUT_GONE.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    let failed = above(|| {
+        let mut o = std::io::stdout().lock();
+        o.write_fmt(args).and_then(|()| o.flush()).is_err()
+    });
+    if failed && !STDOUT_GONE.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        STDOUT_GONE_NOTIFY.notify_waiters();
+        STDOUT_GONE_NOTIFY.notify_one();
+    }
+}
+
+/// Completes once standard output is gone.
+pub async fn stdout_gone() {
+    loop {
+        let notified = STDOUT_GONE_NOTIFY.notified();
+        if STDOUT_GONE.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        notified.await;
+    }
+}
+
 /// Standard error for the tracing subscriber: each write goes above the status line.
 pub struct Stderr;
 
@@ -59,5 +95,48 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Stderr {
 
     fn make_writer(&'a self) -> Stderr {
         Stderr
+    }
+}
+
+#[cfg(test)]
+mod stdout_tests {
+    /// `println!` and `print!` panic when standard output is a closed pipe, and a panic skips
+    /// the run's cleanup: `src/` prints through `outln!` and `out!` only.
+    #[test]
+    fn nothing_in_src_prints_through_println() {
+        fn walk(dir: &std::path::Path, found: &mut Vec<String>) {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, found);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    let text = std::fs::read_to_string(&p).unwrap();
+                    for (i, line) in text.lines().enumerate() {
+                        let code = line.split("//").next().unwrap_or_default();
+                        for m in ["println!(", "print!("] {
+                            for (at, _) in code.match_indices(m) {
+                                let before = code[..at].chars().last();
+                                if !before.is_some_and(|c| {
+                                    matches!(c, ':' | '"' | '_') || c.is_alphanumeric()
+                                }) {
+                                    found.push(format!(
+                                        "{}:{}: {}",
+                                        p.display(),
+                                        i + 1,
+                                        line.trim()
+                                    ));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut found = Vec::new();
+        walk(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut found,
+        );
+        assert!(found.is_empty(), "use outln!/out!:\n{}", found.join("\n"));
     }
 }

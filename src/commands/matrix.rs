@@ -252,8 +252,8 @@ pub async fn matrix(args: MatrixArgs) -> Result<i32> {
     }
     m.summarize(&s.expect);
     write_outputs(&dir, &m)?;
-    println!("{}", m.table());
-    println!(
+    crate::outln!("{}", m.table());
+    crate::outln!(
         "matrix directory: {} (matrix.html, matrix.json)",
         dir.display()
     );

@@ -26,7 +26,7 @@ pub fn report(run_dir: &Path) -> Result<i32> {
         eprintln!("warning: {w}");
     }
     crate::report::write_html(&dir, &info, &plan, &verdict)?;
-    println!("{}", dir.file("report.html").display());
+    crate::outln!("{}", dir.file("report.html").display());
     Ok(exit::PASS)
 }
 

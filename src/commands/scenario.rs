@@ -7,7 +7,7 @@ use crate::{exit, plan, scenario};
 
 pub fn validate(path: &Path) -> Result<i32> {
     let s = scenario::load(path)?;
-    println!(
+    crate::outln!(
         "{}: valid: scenario '{}', {} numbers in transactions of {}, {} fault(s)",
         path.display(),
         s.name,
@@ -39,9 +39,9 @@ pub fn plan(path: &Path, seed: Option<u64>, commands: bool, adapter: Option<&Pat
         );
     }
     if commands {
-        print!("{}", crate::runner::plan_commands(&s, seed, adapter)?);
+        crate::out!("{}", crate::runner::plan_commands(&s, seed, adapter)?);
     } else {
-        print!("{}", plan::make(&s, seed).to_json());
+        crate::out!("{}", plan::make(&s, seed).to_json());
     }
     Ok(exit::PASS)
 }

@@ -586,8 +586,8 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
         summary.interrupted = true;
     }
     write_outputs(&dir, &summary, args.junit.as_deref())?;
-    println!("{}", summary.table());
-    println!(
+    crate::outln!("{}", summary.table());
+    crate::outln!(
         "soak directory: {} (index.html, summary.json)",
         dir.display()
     );
