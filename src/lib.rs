@@ -16,6 +16,25 @@ macro_rules! outln {
     };
 }
 
+/// `eprintln!` on standard error that never panics: see [`term::out`].
+#[macro_export]
+macro_rules! errln {
+    () => {
+        $crate::term::err(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::term::err(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `eprint!` on standard error that never panics: see [`term::out`].
+#[macro_export]
+macro_rules! err {
+    ($($arg:tt)*) => {
+        $crate::term::err(format_args!($($arg)*))
+    };
+}
+
 /// `print!` on standard output that never panics: see [`term::out`].
 #[macro_export]
 macro_rules! out {

@@ -41,7 +41,7 @@ pub async fn up(args: ClusterUpArgs) -> Result<i32> {
     let run_id = new_run_id();
     let guard = RunGuard::new(&run_id);
     let started = std::time::Instant::now();
-    eprintln!(
+    crate::errln!(
         "starting {}, run id {run_id}",
         crate::runner::describe_topology(&spec)
     );
@@ -153,7 +153,7 @@ pub async fn down(run: Option<String>) -> Result<i32> {
 pub async fn image_build(version: &str, force: bool) -> Result<i32> {
     crate::versions::validate(version).map_err(Error::Usage)?;
     let engine = Engine::connect().await?;
-    eprintln!(
+    crate::errln!(
         "building {} (Pulsar {version}: {})",
         image::local_image(version),
         crate::versions::profile(version).note

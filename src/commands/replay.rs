@@ -59,7 +59,7 @@ pub async fn replay(
     });
     let plan_before = std::fs::read_to_string(dir.file("plan.json")).unwrap_or_default();
     let want = original.as_ref().map(|v| v.status);
-    eprintln!(
+    crate::errln!(
         "replaying run {} (scenario {}, seed {}) {times} time(s); the original ended: {}",
         info.run_id,
         info.scenario,

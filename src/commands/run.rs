@@ -315,12 +315,12 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     if !args.json {
         print_verdict(&outcome.verdict, Some(&outcome.info.reproduce));
     } else {
-        eprintln!("{}", outcome.verdict.summary);
+        crate::errln!("{}", outcome.verdict.summary);
     }
     if let Some(junit) = &args.junit {
         crate::report::write_junit(junit, &outcome.info.scenario, &[outcome.junit_case()])?;
     }
-    eprintln!("run directory: {}", outcome.run_dir.display());
+    crate::errln!("run directory: {}", outcome.run_dir.display());
     Ok(exit_code(&outcome.verdict))
 }
 
@@ -351,7 +351,7 @@ pub async fn verify(args: VerifyArgs) -> Result<i32> {
     }
     let mut incomplete = None;
     if let Err(e) = crate::readback::wait_settled(&admin, &parts, args.settle).await {
-        eprintln!("{e}");
+        crate::errln!("{e}");
         incomplete = Some(e);
     }
     // With a history, the read is checked against the partitions its run wrote.
@@ -400,7 +400,7 @@ pub async fn verify(args: VerifyArgs) -> Result<i32> {
         );
     } else {
         print_verdict(&verdict, None);
-        eprintln!(
+        crate::errln!(
             "read {} messages from {} partition(s) in {:.1}s",
             verdict.received,
             rb.partitions,

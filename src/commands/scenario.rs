@@ -23,7 +23,7 @@ pub fn validate(path: &Path) -> Result<i32> {
 /// then is skipped; a run that fired none is inconclusive). The exit code does not change.
 fn warn_reach(path: &Path, s: &scenario::Scenario) {
     for w in plan::reach_warnings(s) {
-        eprintln!("warning: {}: {w}", path.display());
+        crate::errln!("warning: {}: {w}", path.display());
     }
 }
 
@@ -33,7 +33,7 @@ pub fn plan(path: &Path, seed: Option<u64>, commands: bool, adapter: Option<&Pat
     let given = seed.or(s.seed);
     let seed = crate::seed::given_or_drawn(given);
     if given.is_none() {
-        eprintln!(
+        crate::errln!(
             "(`run {} --seed {seed}` executes this plan)",
             path.display()
         );
