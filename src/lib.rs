@@ -5,6 +5,44 @@ pub use pulsar_chaos_core::{
     brokerlog, checker, clients, exit, matrix, plan, policy, readlog, stall, versions,
 };
 
+/// `println!` on standard output that never panics: see [`term::out`].
+#[macro_export]
+macro_rules! outln {
+    () => {
+        $crate::term::out(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::term::out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `eprintln!` on standard error that never panics: see [`term::out`].
+#[macro_export]
+macro_rules! errln {
+    () => {
+        $crate::term::err(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::term::err(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `eprint!` on standard error that never panics: see [`term::out`].
+#[macro_export]
+macro_rules! err {
+    ($($arg:tt)*) => {
+        $crate::term::err(format_args!($($arg)*))
+    };
+}
+
+/// `print!` on standard output that never panics: see [`term::out`].
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::term::out(format_args!($($arg)*))
+    };
+}
+
 pub mod adapter;
 pub mod admin;
 pub mod backoff;

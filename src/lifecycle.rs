@@ -64,19 +64,23 @@ impl Drop for RunGuard {
 /// is done for it.
 pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Waits for Ctrl-C or SIGTERM; returns the signal's name.
+/// Waits for Ctrl-C or SIGTERM, or for standard output to close (its reader is gone:
+/// `run … | head`); returns the signal's name, or "output closed".
 pub async fn signal() -> &'static str {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = match signal(SignalKind::terminate()) {
         Ok(s) => s,
         Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-            return "SIGINT";
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => return "SIGINT",
+                () = crate::term::stdout_gone() => return "output closed",
+            }
         }
     };
     tokio::select! {
         _ = tokio::signal::ctrl_c() => "SIGINT",
         _ = term.recv() => "SIGTERM",
+        () = crate::term::stdout_gone() => "output closed",
     }
 }
 
@@ -90,7 +94,7 @@ pub async fn cleanup_after_signal() {
         Ok(e) => Some(e),
         Err(e) => {
             // An exec adapter's faults heal without Docker.
-            eprintln!("cleanup: {e}; run `pulsar-chaos clean` later for Docker's part");
+            crate::errln!("cleanup: {e}; run `pulsar-chaos clean` later for Docker's part");
             None
         }
     };
@@ -98,16 +102,18 @@ pub async fn cleanup_after_signal() {
         crate::nemesis::heal_run(engine.as_ref(), &run).await;
         let Some(engine) = &engine else { continue };
         if keep {
-            eprintln!("cleanup: run {run}: faults healed; the cluster is kept (--keep-cluster)");
+            crate::errln!(
+                "cleanup: run {run}: faults healed; the cluster is kept (--keep-cluster)"
+            );
             continue;
         }
         match cluster::remove_run(engine, &run).await {
-            Ok(r) => eprintln!(
+            Ok(r) => crate::errln!(
                 "cleanup: removed run {run}: {} container(s), {} network(s)",
                 r.containers.len(),
                 r.networks.len()
             ),
-            Err(e) => eprintln!("cleanup of run {run} failed: {e}; run `pulsar-chaos clean`"),
+            Err(e) => crate::errln!("cleanup of run {run} failed: {e}; run `pulsar-chaos clean`"),
         }
     }
 }

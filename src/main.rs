@@ -13,7 +13,7 @@ fn main() {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            pulsar_chaos::errln!("error: cannot start the async runtime: {e}");
             std::process::exit(exit::INFRASTRUCTURE);
         }
     };
@@ -23,7 +23,7 @@ fn main() {
         tokio::select! {
             r = &mut work => r,
             sig = lifecycle::signal() => {
-                eprintln!("{sig}: stopping: healing faults and removing what this run created");
+                pulsar_chaos::errln!("{sig}: stopping: healing faults and removing what this run created");
                 // Let the command heal and tear down on its own path, then make sure.
                 lifecycle::request_stop();
                 let _ = tokio::time::timeout(lifecycle::STOP_GRACE, &mut work).await;
@@ -35,7 +35,7 @@ fn main() {
     let code = match code {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            pulsar_chaos::errln!("error: {e}");
             e.exit_code()
         }
     };

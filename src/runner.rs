@@ -132,9 +132,9 @@ pub async fn run(req: Request) -> Result<Outcome> {
     let plan = plan::make(&req.scenario, req.seed);
     dir.write("plan.json", &plan.to_json())?;
     let reproduce = reproduce_command(&dir.file("scenario.yaml"), req.seed);
-    eprintln!("seed: {}   run directory: {}", req.seed, dir.path.display());
+    crate::errln!("seed: {}   run directory: {}", req.seed, dir.path.display());
     if req.announce_reproduce {
-        eprintln!("reproduce with: {reproduce}");
+        crate::errln!("reproduce with: {reproduce}");
     }
     let env = bring_up(&req, &run_id).await?;
     let topic = req.scenario.workload.topic_for_run(&run_id);
@@ -174,7 +174,7 @@ pub async fn build_client(scenario: &crate::scenario::Scenario) -> Result<Option
     };
     let built = crate::drivers::build(&spec).await?;
     if !built.took.is_zero() {
-        eprintln!(
+        crate::errln!(
             "built the {} driver in {:.1}s",
             built.spec,
             built.took.as_secs_f64()
@@ -196,7 +196,7 @@ pub async fn resume(
     let plan = plan::make(&scenario, info.seed);
     let cluster = env::reattach(&info).await?;
     let _guard = RunGuard::with_keep(&info.run_id, info.kept_cluster);
-    eprintln!(
+    crate::errln!(
         "resuming run {} (seed {}) in {}",
         info.run_id,
         info.seed,

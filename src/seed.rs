@@ -25,7 +25,7 @@ pub fn given_or_drawn(given: Option<u64>) -> u64 {
         Some(x) => x,
         None => {
             let x = fresh();
-            eprintln!("no seed given: drew {x}");
+            crate::errln!("no seed given: drew {x}");
             x
         }
     }

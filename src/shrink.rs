@@ -162,7 +162,7 @@ pub async fn shrink(job: Job) -> Result<Summary> {
             Some(s.cluster.at_urls(&info.service_url, &info.admin_url)),
         ),
     };
-    eprintln!(
+    crate::errln!(
         "shrinking run {} (seed {}): preserving {class}; {} fault firing(s), {} tries per candidate, budget {}",
         info.run_id,
         info.seed,
@@ -210,7 +210,7 @@ impl Session {
             .await?;
         self.write_minimal(pinned)?;
         if !fails {
-            eprintln!(
+            crate::errln!(
                 "shrink: the pinned original did not fail as the run did in {} tries; nothing to shrink",
                 self.job.times
             );
@@ -220,7 +220,7 @@ impl Session {
             if self.stopped() {
                 break;
             }
-            eprintln!(
+            crate::errln!(
                 "shrink: candidate {} ({}: {}); best so far: {}; {} left",
                 c.id,
                 c.phase,
@@ -333,7 +333,7 @@ impl Session {
             Ok(o) => {
                 let got = FailureClass::of(&o.verdict);
                 let same = got.as_ref().is_some_and(|g| self.class.matches(g));
-                eprintln!(
+                crate::errln!(
                     "shrink:   try: {}{}",
                     o.verdict.status,
                     match (&got, same) {
@@ -360,7 +360,7 @@ impl Session {
                 summary: "interrupted".into(),
             },
             Err(e) => {
-                eprintln!("shrink:   try could not run: {e}");
+                crate::errln!("shrink:   try could not run: {e}");
                 Try {
                     status: "error".into(),
                     class: None,
@@ -430,12 +430,12 @@ impl Session {
         };
         let text = serde_json::to_string_pretty(&summary).expect("summaries serialize") + "\n";
         if let Err(e) = std::fs::write(self.out.join("summary.json"), text) {
-            eprintln!("shrink: could not write summary.json: {e}");
+            crate::errln!("shrink: could not write summary.json: {e}");
         }
         if let Err(e) =
             crate::report::write_shrink(&self.out, &self.job.run_dir, info, &summary, &self.log)
         {
-            eprintln!("shrink: could not write report.html: {e}");
+            crate::errln!("shrink: could not write report.html: {e}");
         }
         summary
     }
@@ -456,7 +456,7 @@ impl Session {
             if crate::lifecycle::is_stopping() {
                 break;
             }
-            eprintln!(
+            crate::errln!(
                 "shrink: reproduction rate of the minimal scenario, try {i} of {}",
                 self.job.times
             );

@@ -36,8 +36,67 @@ fn above<R>(f: impl FnOnce() -> R) -> R {
 pub fn say(line: &str) {
     above(|| {
         let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "{line}");
+        if writeln!(err, "{line}").is_err() {
+            gone();
+        }
     });
+}
+
+/// Set once standard output or standard error is gone (a reader that stopped reading:
+/// `run … | head`, `run … 2>&1 | head`).
+static STDOUT_GONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Wakes [`stdout_gone`] when standard output goes.
+static STDOUT_GONE_NOTIFY: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// Print on standard output, above the status line when one is drawn; what `outln!` and
+/// `out!` call (`errln!` and `err!` call [`err`], its twin on standard error). A write that fails (the reader closed the pipe) is not a panic, as
+/// `println!`'s is: the output is dropped from then on and [`stdout_gone`] fires, so the
+/// command stops as after Ctrl-C (faults healed, what it created removed) instead of dying
+/// with its cluster left behind.
+pub fn out(args: std::fmt::Arguments<'_>) {
+    if STDOUT_GONE.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    let failed = above(|| {
+        let mut o = std::io::stdout().lock();
+        o.write_fmt(args).and_then(|()| o.flush()).is_err()
+    });
+    if failed {
+        gone();
+    }
+}
+
+/// [`out`] on standard error.
+pub fn err(args: std::fmt::Arguments<'_>) {
+    if STDOUT_GONE.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    let failed = above(|| {
+        let mut e = std::io::stderr().lock();
+        e.write_fmt(args).and_then(|()| e.flush()).is_err()
+    });
+    if failed {
+        gone();
+    }
+}
+
+fn gone() {
+    if !STDOUT_GONE.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        STDOUT_GONE_NOTIFY.notify_waiters();
+        STDOUT_GONE_NOTIFY.notify_one();
+    }
+}
+
+/// Completes once standard output or standard error is gone.
+pub async fn stdout_gone() {
+    loop {
+        let notified = STDOUT_GONE_NOTIFY.notified();
+        if STDOUT_GONE.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        notified.await;
+    }
 }
 
 /// Standard error for the tracing subscriber: each write goes above the status line.
@@ -59,5 +118,49 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Stderr {
 
     fn make_writer(&'a self) -> Stderr {
         Stderr
+    }
+}
+
+#[cfg(test)]
+mod stdout_tests {
+    /// `println!`, `print!`, `eprintln!` and `eprint!` panic when their stream is a closed
+    /// pipe, and a panic skips the run's cleanup: `src/` prints through `outln!`, `out!`,
+    /// `errln!` and `err!` only .
+    #[test]
+    fn nothing_in_src_prints_through_println() {
+        fn walk(dir: &std::path::Path, found: &mut Vec<String>) {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, found);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    let text = std::fs::read_to_string(&p).unwrap();
+                    for (i, line) in text.lines().enumerate() {
+                        let code = line.split("//").next().unwrap_or_default();
+                        for m in ["println!(", "print!(", "eprintln!(", "eprint!("] {
+                            for (at, _) in code.match_indices(m) {
+                                let before = code[..at].chars().last();
+                                if !before.is_some_and(|c| {
+                                    matches!(c, ':' | '"' | '_') || c.is_alphanumeric()
+                                }) {
+                                    found.push(format!(
+                                        "{}:{}: {}",
+                                        p.display(),
+                                        i + 1,
+                                        line.trim()
+                                    ));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut found = Vec::new();
+        walk(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut found,
+        );
+        assert!(found.is_empty(), "use outln!/out!:\n{}", found.join("\n"));
     }
 }

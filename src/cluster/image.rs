@@ -533,11 +533,11 @@ pub async fn engine_and_image(
     match source {
         ImageSource::Local {
             official_unavailable,
-        } => eprintln!(
+        } => crate::errln!(
             "image: {img} (built locally; {} unavailable: {official_unavailable})",
             official_image(version)
         ),
-        _ => eprintln!("image: {img}"),
+        _ => crate::errln!("image: {img}"),
     }
     Ok((engine, img))
 }

@@ -41,7 +41,7 @@ pub async fn up(args: ClusterUpArgs) -> Result<i32> {
     let run_id = new_run_id();
     let guard = RunGuard::new(&run_id);
     let started = std::time::Instant::now();
-    eprintln!(
+    crate::errln!(
         "starting {}, run id {run_id}",
         crate::runner::describe_topology(&spec)
     );
@@ -61,7 +61,7 @@ pub async fn up(args: ClusterUpArgs) -> Result<i32> {
             .iter()
             .map(|b| serde_json::json!({"index": b.index, "container": b.node.name, "service_url": b.service_url, "admin_url": b.admin_url}))
             .collect();
-        println!(
+        crate::outln!(
             "{}",
             serde_json::json!({
                 "run_id": run_id,
@@ -74,22 +74,25 @@ pub async fn up(args: ClusterUpArgs) -> Result<i32> {
             })
         );
     } else {
-        println!(
+        crate::outln!(
             "cluster {run_id} is ready after {:.1}s",
             elapsed.as_secs_f64()
         );
         for (step, d) in &ready.steps {
-            println!("  {step}: {:.1}s", d.as_secs_f64());
+            crate::outln!("  {step}: {:.1}s", d.as_secs_f64());
         }
-        println!("service URL: {}", cluster.service_url);
-        println!("admin URL:   {}", cluster.admin_url);
+        crate::outln!("service URL: {}", cluster.service_url);
+        crate::outln!("admin URL:   {}", cluster.admin_url);
         for b in cluster.brokers() {
-            println!(
+            crate::outln!(
                 "broker-{}: {} ({}, {})",
-                b.index, b.node.name, b.service_url, b.admin_url
+                b.index,
+                b.node.name,
+                b.service_url,
+                b.admin_url
             );
         }
-        println!("remove it with: pulsar-chaos cluster down --run {run_id}");
+        crate::outln!("remove it with: pulsar-chaos cluster down --run {run_id}");
     }
     Ok(exit::PASS)
 }
@@ -98,17 +101,18 @@ pub async fn status() -> Result<i32> {
     let engine = Engine::connect().await?;
     let runs = cluster::list_runs(&engine).await?;
     if runs.is_empty() {
-        println!("no clusters of pulsar-chaos are running");
+        crate::outln!("no clusters of pulsar-chaos are running");
     }
     for r in runs {
-        println!("run {}{}", r.run_id, if r.kept { " (kept)" } else { "" });
+        crate::outln!("run {}{}", r.run_id, if r.kept { " (kept)" } else { "" });
         for (name, state) in r.containers {
-            println!("  {name}: {state}");
+            crate::outln!("  {name}: {state}");
         }
         if let Ok(c) = Cluster::attach(engine.clone(), &r.run_id).await {
-            println!(
+            crate::outln!(
                 "  service URL: {}  admin URL: {}",
-                c.service_url, c.admin_url
+                c.service_url,
+                c.admin_url
             );
         }
     }
@@ -132,12 +136,12 @@ pub async fn down(run: Option<String>) -> Result<i32> {
             .collect(),
     };
     if targets.is_empty() {
-        println!("no kept clusters to remove");
+        crate::outln!("no kept clusters to remove");
     }
     for r in targets {
         nemesis::heal_run(Some(&engine), &r).await;
         let removed = cluster::remove_run(&engine, &r).await?;
-        println!(
+        crate::outln!(
             "removed cluster {r}: {} container(s), {} network(s)",
             removed.containers.len(),
             removed.networks.len()
@@ -149,22 +153,22 @@ pub async fn down(run: Option<String>) -> Result<i32> {
 pub async fn image_build(version: &str, force: bool) -> Result<i32> {
     crate::versions::validate(version).map_err(Error::Usage)?;
     let engine = Engine::connect().await?;
-    eprintln!(
+    crate::errln!(
         "building {} (Pulsar {version}: {})",
         image::local_image(version),
         crate::versions::profile(version).note
     );
     let r = image::build(&engine, version, force).await?;
     if r.skipped {
-        println!(
+        crate::outln!(
             "{} is up to date (its inputs have not changed); nothing to do",
             r.tag
         );
     } else {
         for (step, d) in &r.steps {
-            println!("  {step}: {:.1}s", d.as_secs_f64());
+            crate::outln!("  {step}: {:.1}s", d.as_secs_f64());
         }
-        println!("built {} in {:.1}s", r.tag, r.total.as_secs_f64());
+        crate::outln!("built {} in {:.1}s", r.tag, r.total.as_secs_f64());
     }
     Ok(exit::PASS)
 }
@@ -172,7 +176,7 @@ pub async fn image_build(version: &str, force: bool) -> Result<i32> {
 pub async fn image_show(version: &str) -> Result<i32> {
     crate::versions::validate(version).map_err(Error::Usage)?;
     let (_, img) = engine_and_image(None, version).await?;
-    println!("{img}");
+    crate::outln!("{img}");
     Ok(exit::PASS)
 }
 
@@ -184,12 +188,12 @@ pub async fn clean_adapter(path: &std::path::Path) -> Result<i32> {
     let mut said = false;
     for run in nemesis::journal::runs_with_journals() {
         for line in nemesis::heal_matching(None, &run, Some(&want)).await {
-            println!("run {run}: {line}");
+            crate::outln!("run {run}: {line}");
             said = true;
         }
     }
     if !said {
-        println!("nothing to heal: no fault of {want} is left applied");
+        crate::outln!("nothing to heal: no fault of {want} is left applied");
     }
     Ok(exit::PASS)
 }
@@ -212,7 +216,7 @@ pub async fn clean(only: Option<&str>) -> Result<i32> {
             continue;
         }
         for line in nemesis::heal_outstanding(Some(&engine), &run).await {
-            println!("run {run}: {line}");
+            crate::outln!("run {run}: {line}");
             said = true;
         }
     }
@@ -222,15 +226,15 @@ pub async fn clean(only: Option<&str>) -> Result<i32> {
     }
     let removed = cluster::remove_labelled(&engine, &labels).await?;
     for c in &removed.containers {
-        println!("removed container {c}");
+        crate::outln!("removed container {c}");
         said = true;
     }
     for n in &removed.networks {
-        println!("removed network {n}");
+        crate::outln!("removed network {n}");
         said = true;
     }
     for v in &removed.volumes {
-        println!("removed volume {v}");
+        crate::outln!("removed volume {v}");
         said = true;
     }
     for run in seen {
@@ -238,10 +242,10 @@ pub async fn clean(only: Option<&str>) -> Result<i32> {
     }
     if !said {
         match only {
-            Some(run) => println!(
+            Some(run) => crate::outln!(
                 "nothing to clean: no container, network, volume or fault of run {run} is left"
             ),
-            None => println!(
+            None => crate::outln!(
                 "nothing to clean: no container, network, volume or fault of pulsar-chaos is left"
             ),
         }

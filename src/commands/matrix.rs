@@ -135,7 +135,7 @@ fn record_of(
 
 /// Announce one run's outcome on stderr.
 fn print_record(index: u32, record: &RunRecord) {
-    eprintln!(
+    crate::errln!(
         "matrix: {} run {index}: {}{}: {}",
         record.label(),
         record.outcome,
@@ -170,7 +170,7 @@ pub async fn matrix(args: MatrixArgs) -> Result<i32> {
     let id = crate::rundir::new_run_id();
     let dir = args.out.join(format!("matrix-{}-{id}", s.name));
     std::fs::create_dir_all(&dir).map_err(Error::io(format!("create {}", dir.display())))?;
-    eprintln!(
+    crate::errln!(
         "matrix of {} on {}{}: {} run(s) each, seeds {}; directory {}",
         s.name,
         versions.join(", "),
@@ -208,7 +208,7 @@ pub async fn matrix(args: MatrixArgs) -> Result<i32> {
             let expected = s.expect.get(version).map(|e| e.as_slice());
             let reproduce = reproduce_command(&args.scenario, seed, version, client);
             let label = matrix::label(version, client);
-            eprintln!("matrix: {label} run {index}/{}, seed {seed}", args.times);
+            crate::errln!("matrix: {label} run {index}/{}, seed {seed}", args.times);
             let out: PathBuf = match client {
                 Some(c) => dir.join(version).join(c),
                 None => dir.join(version),
@@ -252,8 +252,8 @@ pub async fn matrix(args: MatrixArgs) -> Result<i32> {
     }
     m.summarize(&s.expect);
     write_outputs(&dir, &m)?;
-    println!("{}", m.table());
-    println!(
+    crate::outln!("{}", m.table());
+    crate::outln!(
         "matrix directory: {} (matrix.html, matrix.json)",
         dir.display()
     );

@@ -71,20 +71,20 @@ pub fn recheck(run_dir: &Path, json: bool) -> Result<i32> {
             differences: &differences,
             verdict: &verdict,
         };
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&answer).expect("answers serialize")
         );
     } else if reproduced {
         print_verdict(&verdict, None);
-        println!("recheck: verdict.json reproduced from readback.json and history.jsonl");
+        crate::outln!("recheck: verdict.json reproduced from readback.json and history.jsonl");
     } else {
-        println!(
+        crate::outln!(
             "recheck: verdict.json NOT reproduced from readback.json and history.jsonl; {} difference(s):",
             differences.len()
         );
         for d in &differences {
-            println!("  {d}");
+            crate::outln!("  {d}");
         }
     }
     Ok(if reproduced {

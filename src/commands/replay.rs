@@ -59,7 +59,7 @@ pub async fn replay(
     });
     let plan_before = std::fs::read_to_string(dir.file("plan.json")).unwrap_or_default();
     let want = original.as_ref().map(|v| v.status);
-    eprintln!(
+    crate::errln!(
         "replaying run {} (scenario {}, seed {}) {times} time(s); the original ended: {}",
         info.run_id,
         info.scenario,
@@ -88,7 +88,7 @@ pub async fn replay(
         let o = runner::run(req).await?;
         let plan_now = std::fs::read_to_string(o.run_dir.join("plan.json")).unwrap_or_default();
         let same_plan = plan_now == plan_before;
-        println!(
+        crate::outln!(
             "replay {i}/{times}: {} ({}){}  {}",
             o.verdict.status,
             o.verdict.summary,
@@ -103,7 +103,7 @@ pub async fn replay(
     }
     if let Some(w) = want {
         let same = statuses.iter().filter(|s| **s == w).count();
-        println!("{same} of {times} replay(s) ended with the original verdict ({w})");
+        crate::outln!("{same} of {times} replay(s) ended with the original verdict ({w})");
     }
     Ok(worst(&statuses))
 }

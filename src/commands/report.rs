@@ -23,10 +23,10 @@ pub fn report(run_dir: &Path) -> Result<i32> {
     }
     let verdict: Verdict = dir.read_json("verdict.json")?;
     if let Some(w) = readback_warning(&dir) {
-        eprintln!("warning: {w}");
+        crate::errln!("warning: {w}");
     }
     crate::report::write_html(&dir, &info, &plan, &verdict)?;
-    println!("{}", dir.file("report.html").display());
+    crate::outln!("{}", dir.file("report.html").display());
     Ok(exit::PASS)
 }
 

@@ -146,7 +146,7 @@ pub fn stuck_text(s: &crate::stuck::StuckReads) -> Vec<String> {
 
 /// Print a verdict for people.
 pub fn print_verdict(v: &Verdict, reproduce: Option<&str>) {
-    println!("{}", v.summary);
+    crate::outln!("{}", v.summary);
     let mut shown = BTreeSet::new();
     // Numbers held behind a stuck partition are summarised per partition, not listed.
     let held_back = v.status == Status::Stuck
@@ -155,38 +155,43 @@ pub fn print_verdict(v: &Verdict, reproduce: Option<&str>) {
             .is_some_and(|s| s.healed_by().is_none());
     let listed = if held_back { 0 } else { 20 };
     for m in v.missing.iter().take(listed) {
-        println!(
+        crate::outln!(
             "  missing {} [cause: {}]: {}",
-            m.what, m.cause, m.explanation
+            m.what,
+            m.cause,
+            m.explanation
         );
         for e in m.evidence.iter().take(4) {
-            println!("    evidence: {e}");
+            crate::outln!("    evidence: {e}");
         }
         for line in broker_log_text(&m.broker_log, &mut shown) {
-            println!("    {line}");
+            crate::outln!("    {line}");
         }
     }
     for d in v.duplicates.iter().take(20) {
-        println!(
+        crate::outln!(
             "  duplicated {} x{} [cause: {}]: {}",
-            d.what, d.what.copies, d.cause, d.explanation
+            d.what,
+            d.what.copies,
+            d.cause,
+            d.explanation
         );
         for e in d.evidence.iter().take(4) {
-            println!("    evidence: {e}");
+            crate::outln!("    evidence: {e}");
         }
         for line in broker_log_text(&d.broker_log, &mut shown) {
-            println!("    {line}");
+            crate::outln!("    {line}");
         }
         for (value, ids) in d.what.message_ids.iter().take(3) {
             let ids: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
-            println!("    {value} at {}", ids.join(", "));
+            crate::outln!("    {value} at {}", ids.join(", "));
         }
     }
     for u in v.unexpected.iter().take(10) {
-        println!("  unexpected {:?} at {}", u.payload_prefix, u.message_id);
+        crate::outln!("  unexpected {:?} at {}", u.payload_prefix, u.message_id);
     }
     for f in &v.faults {
-        println!(
+        crate::outln!(
             "  fault {} on {}: {}{}",
             f.fault,
             f.target,
@@ -197,44 +202,50 @@ pub fn print_verdict(v: &Verdict, reproduce: Option<&str>) {
         );
     }
     if let Some(st) = &v.stall {
-        println!(
+        crate::outln!(
             "  stalled: nothing committed from t={:.1}s to t={:.1}s with no fault active; {} attempt(s) failed",
             st.since_ms as f64 / 1000.0,
             st.detected_ms as f64 / 1000.0,
             st.failed_attempts
         );
         for (n, d) in &st.failures {
-            println!("    {n}x: {d}");
+            crate::outln!("    {n}x: {d}");
         }
         for e in st.broker_log.iter().take(5) {
-            println!(
+            crate::outln!(
                 "    {} {} {}x about {} ({} .. {}): {}",
-                e.node, e.level, e.count, e.topic, e.first, e.last, e.message
+                e.node,
+                e.level,
+                e.count,
+                e.topic,
+                e.first,
+                e.last,
+                e.message
             );
         }
         if let Some(c) = &st.likely_cause {
-            println!("  likely cause: {c}");
+            crate::outln!("  likely cause: {c}");
         }
         for p in &st.partitions {
-            println!("    at the stall, {}", p.describe());
+            crate::outln!("    at the stall, {}", p.describe());
         }
     }
     if let Some(s) = &v.stuck_reads {
         for line in stuck_text(s) {
-            println!("  {line}");
+            crate::outln!("  {line}");
         }
     }
     if let Some(t) = &v.client_answers {
         for line in client_answers_text(t) {
-            println!("  {line}");
+            crate::outln!("  {line}");
         }
     }
     if v.status != Status::Pass {
         if let Some(seed) = v.seed {
-            println!("seed: {seed}");
+            crate::outln!("seed: {seed}");
         }
         if let Some(r) = reproduce {
-            println!("reproduce with: {r}");
+            crate::outln!("reproduce with: {r}");
         }
     }
 }
@@ -267,7 +278,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     if let Some(dir) = &args.resume {
         let outcome = runner::resume(dir, args.progress.into(), args.json).await?;
         print_verdict(&outcome.verdict, Some(&outcome.info.reproduce));
-        println!("run directory: {}", outcome.run_dir.display());
+        crate::outln!("run directory: {}", outcome.run_dir.display());
         return Ok(exit_code(&outcome.verdict));
     }
     let path = args
@@ -285,7 +296,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     apply_external(&args.external, &mut s)?;
     let seed = crate::seed::given_or_drawn(args.seed.or(s.seed));
     if args.dry_run {
-        print!("{}", runner::dry_run(&s, seed).await?);
+        crate::out!("{}", runner::dry_run(&s, seed).await?);
         return Ok(exit::PASS);
     }
     let req = Request {
@@ -304,12 +315,12 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     if !args.json {
         print_verdict(&outcome.verdict, Some(&outcome.info.reproduce));
     } else {
-        eprintln!("{}", outcome.verdict.summary);
+        crate::errln!("{}", outcome.verdict.summary);
     }
     if let Some(junit) = &args.junit {
         crate::report::write_junit(junit, &outcome.info.scenario, &[outcome.junit_case()])?;
     }
-    eprintln!("run directory: {}", outcome.run_dir.display());
+    crate::errln!("run directory: {}", outcome.run_dir.display());
     Ok(exit_code(&outcome.verdict))
 }
 
@@ -331,7 +342,7 @@ pub async fn verify(args: VerifyArgs) -> Result<i32> {
             .await
             .map_err(|e| Error::Pulsar(format!("the read failed: {e}")))?;
         let s = t.elapsed().as_secs_f64();
-        println!(
+        crate::outln!(
             "read {n} messages from {} partition(s) in {s:.2}s ({:.0} msg/s), nothing checked",
             parts.len(),
             n as f64 / s.max(1e-9)
@@ -340,7 +351,7 @@ pub async fn verify(args: VerifyArgs) -> Result<i32> {
     }
     let mut incomplete = None;
     if let Err(e) = crate::readback::wait_settled(&admin, &parts, args.settle).await {
-        eprintln!("{e}");
+        crate::errln!("{e}");
         incomplete = Some(e);
     }
     // With a history, the read is checked against the partitions its run wrote.
@@ -383,13 +394,13 @@ pub async fn verify(args: VerifyArgs) -> Result<i32> {
         ),
     };
     if args.json {
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&verdict).expect("verdicts serialize")
         );
     } else {
         print_verdict(&verdict, None);
-        eprintln!(
+        crate::errln!(
             "read {} messages from {} partition(s) in {:.1}s",
             verdict.received,
             rb.partitions,

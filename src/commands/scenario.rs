@@ -7,7 +7,7 @@ use crate::{exit, plan, scenario};
 
 pub fn validate(path: &Path) -> Result<i32> {
     let s = scenario::load(path)?;
-    println!(
+    crate::outln!(
         "{}: valid: scenario '{}', {} numbers in transactions of {}, {} fault(s)",
         path.display(),
         s.name,
@@ -23,7 +23,7 @@ pub fn validate(path: &Path) -> Result<i32> {
 /// then is skipped; a run that fired none is inconclusive). The exit code does not change.
 fn warn_reach(path: &Path, s: &scenario::Scenario) {
     for w in plan::reach_warnings(s) {
-        eprintln!("warning: {}: {w}", path.display());
+        crate::errln!("warning: {}: {w}", path.display());
     }
 }
 
@@ -33,15 +33,15 @@ pub fn plan(path: &Path, seed: Option<u64>, commands: bool, adapter: Option<&Pat
     let given = seed.or(s.seed);
     let seed = crate::seed::given_or_drawn(given);
     if given.is_none() {
-        eprintln!(
+        crate::errln!(
             "(`run {} --seed {seed}` executes this plan)",
             path.display()
         );
     }
     if commands {
-        print!("{}", crate::runner::plan_commands(&s, seed, adapter)?);
+        crate::out!("{}", crate::runner::plan_commands(&s, seed, adapter)?);
     } else {
-        print!("{}", plan::make(&s, seed).to_json());
+        crate::out!("{}", plan::make(&s, seed).to_json());
     }
     Ok(exit::PASS)
 }

@@ -17,8 +17,8 @@ pub async fn shrink(args: ShrinkArgs) -> Result<i32> {
         progress: args.progress.into(),
     };
     let s = shrink::shrink(job).await?;
-    print!("{}", text(&s));
-    println!(
+    crate::out!("{}", text(&s));
+    crate::outln!(
         "shrink directory: {} (minimal.yaml, log.jsonl, report.html)",
         shrink::out_dir(&args.run_dir).display()
     );

@@ -325,7 +325,7 @@ fn budget_spent(args: &SoakArgs, started: Instant, iterations: u64) -> bool {
 
 /// Announce an iteration on stderr, with the time elapsed and left.
 fn announce_iteration(i: u64, seed: u64, started: Instant, duration: Duration) {
-    eprintln!(
+    crate::errln!(
         "soak: iteration {i}, seed {seed}; {} elapsed, {} left",
         humantime::format_duration(Duration::from_secs(started.elapsed().as_secs())),
         humantime::format_duration(Duration::from_secs(
@@ -424,7 +424,7 @@ async fn record_outcome(
         Status::Mismatch => summary.violations += 1,
     }
     let failed = o.verdict.status != Status::Pass;
-    eprint!(
+    crate::err!(
         "{}",
         iteration_end(i, &o.verdict.summary, failed.then_some(&reproduce))
     );
@@ -464,7 +464,7 @@ fn record_error(
     t: Instant,
     nodes_down: Vec<NodeDown>,
 ) {
-    eprint!(
+    crate::err!(
         "{}",
         iteration_end(i, &format!("could not run: {e}"), Some(&reproduce))
     );
@@ -505,7 +505,7 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
     let soak_id = crate::rundir::new_run_id();
     let dir = args.out.join(format!("soak-{}-{}", s.name, soak_id));
     std::fs::create_dir_all(&dir).map_err(Error::io(format!("create {}", dir.display())))?;
-    eprintln!(
+    crate::errln!(
         "soak of {} for {}: master seed {master}, directory {}",
         s.name,
         humantime::format_duration(args.duration),
@@ -554,7 +554,7 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
                         record_outcome(&mut summary, &o, i, seed, reproduce, args.keep_passing)
                             .await;
                     if failed && args.stop_on_failure {
-                        eprintln!("soak: stopping at the first failure (--stop-on-failure)");
+                        crate::errln!("soak: stopping at the first failure (--stop-on-failure)");
                         break;
                     }
                 }
@@ -586,8 +586,8 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
         summary.interrupted = true;
     }
     write_outputs(&dir, &summary, args.junit.as_deref())?;
-    println!("{}", summary.table());
-    println!(
+    crate::outln!("{}", summary.table());
+    crate::outln!(
         "soak directory: {} (index.html, summary.json)",
         dir.display()
     );

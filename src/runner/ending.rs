@@ -53,7 +53,7 @@ pub(super) fn write_producer_json(
 
 /// The producer's outcome in one line on stderr.
 pub(super) fn print_producer(report: &workload::Report) {
-    eprintln!(
+    crate::errln!(
         "producer: {} committed, {} aborted, {} ambiguous transaction(s); {} messages committed in {:.1}s ({})",
         report.stats.committed,
         report.stats.aborted,
@@ -117,7 +117,7 @@ pub(super) async fn settle_and_read(
             }
         }
     }
-    eprintln!("reading back {} ...", info.topic);
+    crate::errln!("reading back {} ...", info.topic);
     let rb = crate::readback::read_back(
         &env.service_url,
         &info.topic,

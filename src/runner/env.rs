@@ -161,7 +161,7 @@ pub(super) async fn bring_up(req: &Request, run_id: &str) -> Result<Env> {
                 None => None,
             };
             if let Some(x) = &exec {
-                eprintln!("{}", describe_nodes(&x.nodes));
+                crate::errln!("{}", describe_nodes(&x.nodes));
             }
             Ok(Env {
                 service_url: service_url.clone(),
@@ -233,7 +233,7 @@ pub async fn start_cluster(
 ) -> Result<(Cluster, String)> {
     let (engine, img) =
         crate::cluster::image::engine_and_image(image, &spec.pulsar_version).await?;
-    eprintln!("starting {} (run {run_id})", describe_topology(spec));
+    crate::errln!("starting {} (run {run_id})", describe_topology(spec));
     let cluster = Cluster::up(engine, spec, run_id, &img, keep).await?;
     if let Err(e) = crate::ready::wait_ready(&cluster, spec.ready_timeout).await {
         let _ = cluster.down().await;
@@ -271,7 +271,7 @@ pub(super) async fn reattach(info: &RunInfo) -> Result<Option<Arc<Cluster>>> {
                         restarts += 1;
                         let first = e.to_string();
                         let first = first.lines().next().unwrap_or_default().to_string();
-                        eprintln!("resume: {first}; starting the stopped node(s) again");
+                        crate::errln!("resume: {first}; starting the stopped node(s) again");
                     }
                     Err(e) => return Err(e.into()),
                 }
@@ -295,14 +295,14 @@ pub(super) async fn finish(req: &Request, env: &Env, result: Result<Outcome>) ->
     if env.owned && !req.keep_cluster {
         if let Some(c) = &env.cluster {
             if let Err(e) = c.down().await {
-                eprintln!(
+                crate::errln!(
                     "warning: tearing the cluster down failed: {e}; run `pulsar-chaos clean`"
                 );
             }
         }
     } else if env.owned {
         if let Some(c) = &env.cluster {
-            eprintln!(
+            crate::errln!(
                 "the cluster is kept: remove it with `pulsar-chaos cluster down --run {}`",
                 c.run_id
             );

@@ -52,7 +52,7 @@ impl KeptCluster {
             let none = Default::default();
             let holds = crate::cluster::Holds::default();
             for e in c.restart_exited(&holds, &none, &none, 3).await {
-                eprintln!(
+                crate::errln!(
                     "{} had exited on its own between runs (exit code {}); started it again{}",
                     e.node.label(),
                     e.exit_code.map_or("unknown".into(), |c| c.to_string()),
@@ -65,7 +65,7 @@ impl KeptCluster {
             if crate::ready::wait_ready(c, HEALTHY_WITHIN).await.is_ok() {
                 return Ok(c.clone());
             }
-            eprintln!("the cluster is not healthy any more; re-creating it");
+            crate::errln!("the cluster is not healthy any more; re-creating it");
             let _ = c.down().await;
             self.cluster = None;
             self.restarts += 1;
@@ -89,9 +89,10 @@ impl KeptCluster {
     pub async fn finish(&mut self) {
         if let Some(c) = self.cluster.take() {
             if self.keep {
-                eprintln!(
+                crate::errln!(
                     "cluster kept (run {}c{}); remove it with `pulsar-chaos cluster down`",
-                    self.id, self.started
+                    self.id,
+                    self.started
                 );
             } else {
                 let _ = c.down().await;

@@ -323,7 +323,7 @@ fn open_history(
     if req.json {
         history.add_sink(Box::new(|ev| {
             if let Ok(line) = serde_json::to_string(ev) {
-                println!("{line}");
+                crate::outln!("{line}");
             }
         }));
     }

@@ -71,7 +71,7 @@ pub(super) async fn investigate(
             .collect(),
         detail: found.describe(),
     });
-    eprintln!("read-back held: {}", found.describe());
+    crate::errln!("read-back held: {}", found.describe());
     let held_targets = crate::readback::nothing_open(found.partitions.iter().map(|p| &p.partition));
     // A hold Pulsar's answers do not show as an anomaly (an OPEN transaction within its
     // timeout may hold the partition; an admin API that did not answer) is left alone: a
@@ -113,7 +113,7 @@ pub(super) async fn at_stall(
     let partitions = stuck::diagnose(admin, &all, now_ms()).await;
     for p in &partitions {
         let message = format!("at the stall, {}", p.describe());
-        eprintln!("{message}");
+        crate::errln!("{message}");
         history.record(EventBody::Note { message });
     }
     history.flush();
@@ -153,7 +153,7 @@ async fn try_remedy(
 ) -> RemedyRecord {
     let at_ms = history.now_ms();
     let started = Instant::now();
-    eprintln!("trying remedy `{remedy}` ...");
+    crate::errln!("trying remedy `{remedy}` ...");
     let (targets, mut answers) = stuck::apply(remedy, admin, &env.service_url, partitions).await;
     let waited = crate::readback::wait_readable(admin, held_targets, AFTER_REMEDY).await;
     for p in partitions {
@@ -185,7 +185,7 @@ async fn try_remedy(
         elapsed_ms: rec.elapsed_ms,
         detail: rec.answers.join("; "),
     });
-    eprintln!(
+    crate::errln!(
         "remedy `{remedy}`: {} after {:.1}s",
         if rec.healed {
             "every partition readable"

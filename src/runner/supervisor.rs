@@ -168,7 +168,7 @@ async fn pass(sh: &Arc<Shared>) {
 /// `node_exited`, and a line on standard error.
 fn record_exit(sh: &Shared, e: &Exited, n: u32) {
     let label = e.node.label();
-    eprintln!(
+    crate::errln!(
         "supervisor: {label} exited on its own (exit code {}{}){}",
         e.exit_code
             .map(|c| c.to_string())
@@ -181,7 +181,7 @@ fn record_exit(sh: &Shared, e: &Exited, n: u32) {
         }
     );
     for l in e.log.iter().rev().take(3).rev() {
-        eprintln!("  {label}: {l}");
+        crate::errln!("  {label}: {l}");
     }
     sh.history.record(EventBody::NodeExited {
         node: label,

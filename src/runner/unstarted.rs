@@ -81,7 +81,7 @@ impl Unstarted<'_> {
         if let Some(p) = self.proxy {
             p.shutdown();
         }
-        eprintln!("{error}");
+        crate::errln!("{error}");
         let why = why(&error, &last);
         self.history.record(EventBody::Note {
             message: format!("the workload did not start: {error}"),

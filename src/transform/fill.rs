@@ -194,7 +194,7 @@ pub async fn fill_input(
             rb.incomplete.map(|i| format!(" ({i})")).unwrap_or_default()
         )));
     }
-    eprintln!(
+    crate::errln!(
         "input {input}: {} numbers in {:.1}s, read back and checked",
         w.messages,
         report.elapsed.as_secs_f64()

@@ -5,7 +5,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-
 use crate::common::*;
 use crate::durability::{kill_now, resume, wait_for_moment, wait_run_dir};
 

@@ -294,3 +294,45 @@ fn clean_removes_what_a_killed_run_left() {
         text(&o)
     );
 }
+
+/// A reader that stops reading (`pulsar-chaos run … 2>&1 | head -1`) stops the run as Ctrl-C
+/// does: the harness notices its closed output at its next line, heals, removes what it
+/// created, and exits 130. Regression: `eprintln!`/`println!` panicked on the closed pipe
+/// (exit 101) and skipped the cleanup (seen with a matrix whose reader, a test, was stopped:
+/// its 2-broker cluster stayed up).
+#[test]
+fn a_run_whose_output_closes_stops_and_leaves_nothing() {
+    let dir = tmpdir("output-closed");
+    let scenario = write(
+        &dir,
+        "long.yaml",
+        &format!(
+            "name: output-closed\n{}workload:\n  topic: persistent://public/default/output-closed\n  messages: 10000000\n  rate: 200\n",
+            standalone_cluster_yaml()
+        ),
+    );
+    let out_dir = dir.join("runs");
+    let mut child = std::process::Command::new(BIN)
+        .args(run_args(&scenario, 1, &out_dir, &[]))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Both readers are gone before the harness writes its first line.
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    let run_dir = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("run.json").exists())
+        .expect("a run directory");
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
+    let run_id = info["run_id"].as_str().unwrap();
+    assert_eq!(rt().block_on(leftovers(run_id)), (0, 0, 0));
+    let h = std::fs::read_to_string(run_dir.join("history.jsonl")).unwrap_or_default();
+    assert!(!h.contains("panicked"), "{h}");
+}

@@ -3,7 +3,6 @@
 
 use std::path::Path;
 
-
 use crate::common::*;
 
 /// `pulsar-chaos run` on an external cluster (the test's), waited for: (exit code, output).
