@@ -50,31 +50,26 @@ static STDOUT_GONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 static STDOUT_GONE_NOTIFY: tokio::sync::Notify = tokio::sync::Notify::const_new();
 
 /// Print on standard output, above the status line when one is drawn; what `outln!` and
-/// `out!` call (`errln!` and `err!` call [`err`], its twin on standard error). A write that fails (the reader closed the pipe) is not a panic, as
-/// `println!`'s is: the output is dropped from then on and [`stdout_gone`] fires, so the
-/// command stops as after Ctrl-C (faults healed, what it created removed) instead of dying
-/// with its cluster left behind.
+/// `out!` call (`errln!` and `err!` call [`err`], its twin on standard error). A write that
+/// fails (the reader closed the pipe) is not a panic, as `println!`'s is: output is dropped
+/// from then on and [`stdout_gone`] fires, so the command stops as after Ctrl-C (faults
+/// healed, what it created removed) instead of dying with its cluster left behind.
 pub fn out(args: std::fmt::Arguments<'_>) {
-    if STDOUT_GONE.load(std::sync::atomic::Ordering::Relaxed) {
-        return;
-    }
-    let failed = above(|| {
-        let mut o = std::io::stdout().lock();
-        o.write_fmt(args).and_then(|()| o.flush()).is_err()
-    });
-    if failed {
-        gone();
-    }
+    put(|| std::io::stdout().lock(), args);
 }
 
 /// [`out`] on standard error.
 pub fn err(args: std::fmt::Arguments<'_>) {
+    put(|| std::io::stderr().lock(), args);
+}
+
+fn put<W: Write>(lock: impl FnOnce() -> W, args: std::fmt::Arguments<'_>) {
     if STDOUT_GONE.load(std::sync::atomic::Ordering::Relaxed) {
         return;
     }
     let failed = above(|| {
-        let mut e = std::io::stderr().lock();
-        e.write_fmt(args).and_then(|()| e.flush()).is_err()
+        let mut w = lock();
+        w.write_fmt(args).and_then(|()| w.flush()).is_err()
     });
     if failed {
         gone();
