@@ -43,7 +43,7 @@ pub enum Error {
     #[error("{0}")]
     Driver(#[from] crate::drivers::DriverError),
     #[error("{0}")]
-    RunDir(#[from] crate::rundir::RunDirError),
+    RunDir(#[from] RunDirError),
 }
 
 impl Error {
@@ -76,3 +76,15 @@ impl From<crate::readback::ReadbackError> for Error {
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// A run directory's file that is there but cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    #[error("{path}: {what}: the run directory is damaged (a run writes its files whole, so something changed it afterwards); {remedy}")]
+    Damaged {
+        path: String,
+        /// "not valid JSON (line 1, column 2)", "not UTF-8 text (at byte 17)", ...
+        what: String,
+        remedy: &'static str,
+    },
+}

@@ -136,17 +136,7 @@ impl RunDir {
     }
 }
 
-/// A run directory's file that is there but cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum RunDirError {
-    #[error("{path}: {what}: the run directory is damaged (a run writes its files whole, so something changed it afterwards); {remedy}")]
-    Damaged {
-        path: String,
-        /// "not valid JSON (line 1, column 2)", "not UTF-8 text (at byte 17)", ...
-        what: String,
-        remedy: &'static str,
-    },
-}
+pub use crate::error::RunDirError;
 
 /// What to do when `name` of a run directory is damaged.
 fn remedy(name: &str) -> &'static str {
