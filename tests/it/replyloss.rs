@@ -242,11 +242,14 @@ fn passes_under(resend: &str) {
     passes_under_with(resend, "own", "")
 }
 
-fn passes_under_with(resend: &str, client: &str, extra: &str) {
-    let name = format!("replyloss-{client}-{resend}");
-    let dir = tmpdir(&name);
-    let s = scenario_with(&dir, &name, resend, END_TXN_FAULT, extra);
-    let (code, run_dir, t, _down) = run_kept(&s, &dir);
+/// (history, the dropped END_TXN replies' txns, each number's copies).
+type Passed = (Vec<serde_json::Value>, Vec<(u64, u64)>, BTreeMap<u64, u64>);
+
+/// Run `scenario` with the cluster kept and require a PASS after the fault's whole cycle with
+/// at least one END_TXN reply dropped: (history, the dropped replies' txns, each number's
+/// copies as an independent client reads them).
+fn passed_with_dropped_commits(scenario: &Path, dir: &Path) -> Passed {
+    let (code, run_dir, t, _down) = run_kept(scenario, dir);
     let copies = independent_copies(&run_dir);
     assert_eq!(code, Some(0), "{t}");
     assert_eq!(verdict(&run_dir)["status"], "pass");
@@ -254,6 +257,24 @@ fn passes_under_with(resend: &str, client: &str, extra: &str) {
     assert_fault_cycle(&h);
     let drops = dropped(&h, "END_TXN_RESPONSE");
     assert!(!drops.is_empty(), "no END_TXN reply dropped");
+    (h, drops, copies)
+}
+
+/// The history's `client:` note names `client`: the run went through its driver.
+fn assert_through(h: &[serde_json::Value], client: &str) {
+    assert!(
+        h.iter().any(|e| e["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with(&format!("client: {client}")))),
+        "the run did not go through the {client} driver"
+    );
+}
+
+fn passes_under_with(resend: &str, client: &str, extra: &str) {
+    let name = format!("replyloss-{client}-{resend}");
+    let dir = tmpdir(&name);
+    let s = scenario_with(&dir, &name, resend, END_TXN_FAULT, extra);
+    let (h, drops, copies) = passed_with_dropped_commits(&s, &dir);
     let att = attempts(&h);
     assert!(
         att.values()
@@ -323,13 +344,7 @@ fn the_java_client_behind_the_proxy_naive_duplicates_the_dropped_commits_and_ver
     let (code, run_dir, t, _down) = run_kept(&s, &dir);
     let copies = independent_copies(&run_dir);
     assert_eq!(code, Some(1), "{t}");
-    let h = history(&run_dir);
-    assert!(
-        h.iter().any(|e| e["message"]
-            .as_str()
-            .is_some_and(|m| m.starts_with("client: java"))),
-        "the run did not go through the Java driver"
-    );
+    assert_through(&history(&run_dir), "java");
     naive_duplicated_exactly_the_dropped_commits(&run_dir, &copies, "java");
     passes_under_with("verify", "java", JAVA);
 }
@@ -351,20 +366,8 @@ fn the_java_client_transforms_behind_the_proxy_and_passes_with_deduplication() {
             standalone_cluster_yaml()
         ),
     );
-    let (code, run_dir, t, _down) = run_kept(&s, &dir);
-    let copies = independent_copies(&run_dir);
-    assert_eq!(code, Some(0), "{t}");
-    assert_eq!(verdict(&run_dir)["status"], "pass");
-    let h = history(&run_dir);
-    assert_fault_cycle(&h);
-    assert!(
-        h.iter().any(|e| e["message"]
-            .as_str()
-            .is_some_and(|m| m.starts_with("client: java"))),
-        "the run did not go through the Java driver"
-    );
-    let drops = dropped(&h, "END_TXN_RESPONSE");
-    assert!(!drops.is_empty(), "no END_TXN reply dropped");
+    let (h, drops, copies) = passed_with_dropped_commits(&s, &dir);
+    assert_through(&h, "java");
     // A dropped reply met one of the driver's commits: its outcome was the client's to tell.
     let att = attempts(&h);
     assert!(
