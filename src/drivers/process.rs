@@ -75,6 +75,10 @@ pub fn tail(path: &Path, n: usize) -> Vec<String> {
     lines
 }
 
+/// How far up a driver log's end the crash line is looked for (a Go fatal error's goroutine
+/// dump runs to hundreds of lines).
+const CRASH_SEARCH_LINES: usize = 5000;
+
 /// The line of a driver log's tail that says why the process died: the last Go panic or
 /// fatal error, or Java's uncaught exception, or failing those the last non-empty line.
 pub fn telling_line(lines: &[String]) -> Option<String> {
@@ -164,10 +168,13 @@ impl Driver {
                     },
                     None => "closed by the harness".to_string(),
                 };
-                let last = tail(&log, 15);
                 // The first line is what a verdict quotes: it names the crash when the log
-                // shows one (a Go panic, a Java exception), the rest follows for the reader.
-                let cause = telling_line(&last)
+                // shows one (a Go panic, a Java exception), the last lines follow for the
+                // reader. A Go fatal error is followed by every goroutine's stack, so the
+                // crash line is looked for further up than the lines shown.
+                let searched = tail(&log, CRASH_SEARCH_LINES);
+                let last = &searched[searched.len().saturating_sub(15)..];
+                let cause = telling_line(&searched)
                     .map(|l| format!(" (driver.log: {l})"))
                     .unwrap_or_default();
                 let why = format!(
@@ -563,7 +570,10 @@ mod tests {
             telling_line(&log).as_deref(),
             Some("panic: runtime error: invalid memory address or nil pointer dereference")
         );
-        let fatal = lines("x\nfatal error: concurrent map writes\n\ngoroutine 1:\n");
+        let dump = "\tmain.go:1 +0x1\n".repeat(400);
+        let fatal = lines(&format!(
+            "x\nfatal error: concurrent map writes\n\ngoroutine 1:\n{dump}"
+        ));
         assert_eq!(
             telling_line(&fatal).as_deref(),
             Some("fatal error: concurrent map writes")
