@@ -13,7 +13,6 @@ mod durability;
 mod external;
 mod faults;
 mod faults_fired;
-mod findings;
 mod produce;
 mod recheck;
 mod replyloss;

@@ -1,7 +1,6 @@
 //! Issue 12: `shrink` on a real Pulsar. A violation produced by the `naive` policy with
-//! dropped replies (three reply losses and an unload; each reply loss closes the producer's
-//! connection, so a commit in flight becomes ambiguous and naive resends it) shrinks to one
-//! fault, with every candidate a valid scenario in `shrink/NNN/`, the log, the summary, the
+//! dropped replies (two reply losses and an unload; the dropped END_TXN reply leaves a commit
+//! that applied unknown, and naive resends it) shrinks to one fault, with every candidate a valid scenario in `shrink/NNN/`, the log, the summary, the
 //! report's side-by-side timelines, and a `minimal.yaml` that reproduces without flags.
 
 use std::path::{Path, PathBuf};
@@ -63,11 +62,6 @@ faults:
     reply: end_txn
     count: 1
     schedule: {{ after_commits: 20 }}
-  - kind: reply_loss
-    name: lose-receipt
-    reply: send_receipt
-    count: 1
-    schedule: {{ after_commits: 40 }}
 "
         ),
     )
@@ -99,7 +93,7 @@ fn a_naive_violation_with_dropped_replies_shrinks_to_one_fault() {
     let sum = json(&out.join("summary.json"));
     assert_eq!(sum["reproduced"], true, "{sum}");
     assert_eq!(sum["complete"], true, "{sum}");
-    assert_eq!(sum["original"]["faults"], 4, "{sum}");
+    assert_eq!(sum["original"]["faults"], 3, "{sum}");
     assert_eq!(sum["minimal"]["faults"], 1, "{sum}");
     // The minimal case is one dropped reply that leaves a commit which applied unknown, and
     // naive resends it: it reproduces in both fresh tries. (It did not always while the
@@ -163,9 +157,11 @@ fn a_naive_violation_with_dropped_replies_shrinks_to_one_fault() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_eq!(again["status"], "violation", "{again}");
     // The same failure: duplicates of a resent ambiguous commit, nothing lost, and a reply
-    // dropped by the minimal case's one fault (which of the three the search keeps depends on
-    // the tries; seen: the send receipt after 1 commit, whose closed connection took the
-    // previous attempt's commit reply with it).
+    // dropped by the minimal case's one fault. (The original once had a dropped send receipt
+    // too: the search kept it when its closed connection took a commit reply with it in both
+    // tries, and the minimal case then passed on a loaded machine, where no commit was in
+    // flight when the connection closed. A dropped END_TXN reply makes naive duplicate on
+    // every run.)
     assert_eq!(again["missing_total"], 0, "{again}");
     let dups = again["duplicates"].as_array().unwrap();
     assert!(!dups.is_empty(), "{again}");
