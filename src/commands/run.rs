@@ -59,7 +59,7 @@ pub fn broker_log_text(logs: &[TxnLog], shown: &mut BTreeSet<TxnId>) -> Vec<Stri
     out
 }
 
-/// The table of what each error the client answered meant (README, "What each error meant"):
+/// The table of what each error the client answered meant (docs/grading.md, "What each error meant"):
 /// per operation and class, the transactions that got it and how many the evidence found
 /// committed, aborted, or could not tell. Empty when no row.
 pub fn client_answers_text(t: &checker::ClientAnswers) -> Vec<String> {

@@ -1,6 +1,6 @@
 //! The "What each error meant" section: per error class the client answered on a commit or a
 //! send, how many of those transactions the evidence found committed, aborted, or could not
-//! tell (`checker::client_answers`; README, "What each error meant").
+//! tell (`checker::client_answers`; docs/grading.md, "What each error meant").
 
 use std::fmt::Write as _;
 

@@ -1,8 +1,8 @@
 //! Whether the planned faults fired ([`FaultsSummary`]): the plan's firings (the context's
 //! `planned_faults`) against what the history recorded of each (`fault_started`,
-//! `fault_skipped`, `fault_failed`), and what that does to the grade (README, "How a verdict
-//! is graded"): a run that planned faults and fired none has not tested Pulsar under faults,
-//! so it cannot pass; a pass that fired only some says which did not.
+//! `fault_skipped`, `fault_failed`), and what that does to the grade (docs/grading.md): a run
+//! that planned faults and fired none has not tested Pulsar under faults, so it cannot pass; a
+//! pass that fired only some says which did not.
 
 use std::collections::BTreeMap;
 
@@ -97,7 +97,7 @@ impl FaultsSummary {
         }
         if self.fired == 0 {
             let why = format!(
-                "none of the {} planned faults fired, so the run did not test Pulsar under faults ({}); size the workload to outlast its faults (README, \"Sizing a workload for its faults\")",
+                "none of the {} planned faults fired, so the run did not test Pulsar under faults ({}); size the workload to outlast its faults (docs/scenarios.md, \"Sizing a workload for its faults\")",
                 self.planned,
                 self.not_fired_text()
             );

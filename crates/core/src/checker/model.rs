@@ -88,7 +88,7 @@ impl AttemptRecord {
     }
 }
 
-/// Whose doing an anomaly is, as the evidence shows it. See README, "How a verdict is graded".
+/// Whose doing an anomaly is, as the evidence shows it. See docs/grading.md.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Cause {

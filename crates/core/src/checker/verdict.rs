@@ -1,5 +1,5 @@
 //! The verdict: [`verdict`] attributes the findings with the history and the context, grades
-//! them (README, "How a verdict is graded") and says the result in one paragraph.
+//! them (docs/grading.md) and says the result in one paragraph.
 
 use std::fmt;
 
@@ -306,7 +306,7 @@ fn status(
     ctx: &Context,
     reasons: &mut Vec<String>,
 ) -> Status {
-    // Grading (README, "How a verdict is graded"): a violation needs an anomaly that Pulsar's
+    // Grading (docs/grading.md): a violation needs an anomaly that Pulsar's
     // own answers contradict, an ambiguous commit resent, a sabotage, or, with no history to
     // ask, the range check alone. Anomalies of the harness's own making only make it
     // inconclusive, and say so.

@@ -51,14 +51,14 @@ fn time_warning(s: &Scenario, last_ms: u64, f: &FaultSpec) -> Option<String> {
     let wanted_ms = (last_ms + hold_ms) * 3 / 2;
     if w.transform.is_some() {
         return Some(format!(
-            "a transform consumes as fast as it goes, so how long it runs cannot be known from the scenario, and {due}: {skipped}; give it enough `messages:` to outlast {} or use `after_commits:` triggers (README, \"Sizing a workload for its faults\")",
+            "a transform consumes as fast as it goes, so how long it runs cannot be known from the scenario, and {due}: {skipped}; give it enough `messages:` to outlast {} or use `after_commits:` triggers (docs/scenarios.md, \"Sizing a workload for its faults\")",
             secs(last_ms + hold_ms)
         ));
     }
     let suggested_rate = (w.messages * 1000 / wanted_ms.max(1)).max(1);
     match w.rate {
         None => Some(format!(
-            "the workload has no `rate:`, so how long the producer runs cannot be known from the scenario (it may finish within seconds), and {due}: {skipped}; add `rate:` so that messages / rate exceeds the last fault by a margin, e.g. `rate: {suggested_rate}` ({} messages over about {}) (README, \"Sizing a workload for its faults\")",
+            "the workload has no `rate:`, so how long the producer runs cannot be known from the scenario (it may finish within seconds), and {due}: {skipped}; add `rate:` so that messages / rate exceeds the last fault by a margin, e.g. `rate: {suggested_rate}` ({} messages over about {}) (docs/scenarios.md, \"Sizing a workload for its faults\")",
             w.messages,
             secs(w.messages * 1000 / suggested_rate)
         )),
@@ -67,7 +67,7 @@ fn time_warning(s: &Scenario, last_ms: u64, f: &FaultSpec) -> Option<String> {
             (length_ms < last_ms).then(|| {
                 let messages = u64::from(rate) * wanted_ms / 1000;
                 format!(
-                    "messages / rate = {} / {rate} = {}, shorter than the schedule: {due}: {skipped}; lower `rate:` to about {suggested_rate} or raise `messages:` to about {messages} (README, \"Sizing a workload for its faults\")",
+                    "messages / rate = {} / {rate} = {}, shorter than the schedule: {due}: {skipped}; lower `rate:` to about {suggested_rate} or raise `messages:` to about {messages} (docs/scenarios.md, \"Sizing a workload for its faults\")",
                     w.messages,
                     secs(length_ms)
                 )

@@ -484,6 +484,22 @@ impl fmt::Display for Target {
 }
 
 impl Target {
+    /// Every form `target:` takes in a scenario, as written (`<i>`: a number from 1). The list
+    /// docs/scenarios.md must name (tests/docs.rs); a unit test keeps it in step with `parse`
+    /// and `Display`.
+    pub const FORMS: &'static [&'static str] = &[
+        "any-broker",
+        "broker-<i>",
+        "owner-of-topic",
+        "coordinator-owner",
+        "any-bookie",
+        "bookie-<i>",
+        "zookeeper",
+        "cluster",
+        "any-consumer",
+        "consumer-<i>",
+    ];
+
     pub fn parse(s: &str) -> Option<Target> {
         let num = |prefix: &str| -> Option<u32> {
             s.strip_prefix(prefix)

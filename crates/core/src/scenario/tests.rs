@@ -609,3 +609,44 @@ fn commits_in_flight_defaults_for_the_producer_and_is_refused_where_nothing_comm
     assert_eq!(s.workload.commits_in_flight, 1);
     assert!(parse("s.yaml", &s.resolved_yaml()).is_ok());
 }
+
+/// `Target::FORMS` is every form `parse` accepts and `Display` writes: each form parses (with
+/// `<i>` as a number) and prints back as written, and every variant prints as one of them (a
+/// variant added without a form fails the exhaustive match below to compile).
+#[test]
+fn target_forms_are_what_parse_accepts() {
+    for form in Target::FORMS {
+        let written = form.replace("<i>", "3");
+        let t = Target::parse(&written).unwrap_or_else(|| panic!("{form} does not parse"));
+        assert_eq!(t.to_string(), written);
+    }
+    let form_of = |t: Target| -> String {
+        match t {
+            Target::Broker(_) | Target::Bookie(_) | Target::Consumer(_) => {
+                t.to_string().replace(|c: char| c.is_ascii_digit(), "") + "<i>"
+            }
+            Target::AnyBroker
+            | Target::OwnerOfTopic
+            | Target::CoordinatorOwner
+            | Target::AnyBookie
+            | Target::Zookeeper
+            | Target::Cluster
+            | Target::AnyConsumer => t.to_string(),
+        }
+    };
+    for t in [
+        Target::AnyBroker,
+        Target::Broker(2),
+        Target::OwnerOfTopic,
+        Target::CoordinatorOwner,
+        Target::AnyBookie,
+        Target::Bookie(1),
+        Target::Zookeeper,
+        Target::Cluster,
+        Target::AnyConsumer,
+        Target::Consumer(12),
+    ] {
+        assert!(Target::FORMS.contains(&form_of(t).as_str()), "{t}");
+    }
+    assert_eq!(Target::parse("broker-0"), None);
+}

@@ -174,7 +174,7 @@ fn resend(t: u64, attempt: u64, numbers: Vec<(u64, u64)>, reason: &str) -> Event
     )
 }
 
-// ---- The grading table (README, "How a verdict is graded"): one test per row. ----
+// ---- The grading table (docs/grading.md): one test per row. ----
 
 #[test]
 fn row_pass_every_number_once() {
