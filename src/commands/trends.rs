@@ -85,3 +85,6 @@ pub async fn trends(args: TrendsArgs) -> Result<i32> {
     }
     Ok(exit::PASS)
 }
+
+#[cfg(test)]
+mod tests;
