@@ -72,6 +72,8 @@ pub enum Command {
         /// Progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain, none.
         #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
         progress: ProgressMode,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Run a scenario again and again with fresh seeds until the time is up.
     Soak(SoakArgs),
@@ -102,6 +104,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The results store's runs per scenario × Pulsar version × client: runs and pass rate per
+    /// night (UTC date), and the night each finding or known bug was first and last seen.
+    Trends(TrendsArgs),
     /// Start, inspect or stop a Pulsar cluster in Docker.
     #[command(subcommand)]
     Cluster(ClusterCommand),
@@ -169,6 +174,8 @@ pub struct RunArgs {
     /// command, without running any, creating a topic or producing.
     #[arg(long, conflicts_with = "resume")]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// A cluster the harness did not start (`run`, `soak`), and the faults allowed on it.
@@ -278,6 +285,8 @@ pub struct SoakArgs {
     pub max_iterations: Option<u64>,
     #[command(flatten)]
     pub external: ExternalArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 #[derive(Debug, Args)]
@@ -325,6 +334,41 @@ pub struct MatrixArgs {
     /// Progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain, none.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Where `run`, `soak`, `matrix` and `replay` record each finished run (README, "Results
+/// store").
+#[derive(Debug, Clone, Default, Args)]
+pub struct StoreArgs {
+    /// The results store: a SQLite file, or a postgres:// URL (default:
+    /// $XDG_DATA_HOME/pulsar-chaos/results.db, else ~/.local/share/pulsar-chaos/results.db).
+    #[arg(long, env = "PULSAR_CHAOS_STORE", value_name = "PATH|URL")]
+    pub store: Option<String>,
+    /// Record nothing in the results store.
+    #[arg(long)]
+    pub no_store: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TrendsArgs {
+    /// The results store to read: a SQLite file, or a postgres:// URL (default as for `run`).
+    #[arg(long, env = "PULSAR_CHAOS_STORE", value_name = "PATH|URL")]
+    pub store: Option<String>,
+    /// Print the trends as JSON (the HTML page is to come).
+    #[arg(long)]
+    pub json: bool,
+    /// Only this scenario (its name).
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// Only this Pulsar version.
+    #[arg(long = "version", alias = "pulsar-version")]
+    pub version: Option<String>,
+    /// Only runs started on or after this UTC date (2026-12-01) or within this long before
+    /// now (7d, 36h).
+    #[arg(long)]
+    pub since: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

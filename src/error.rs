@@ -44,6 +44,8 @@ pub enum Error {
     Driver(#[from] crate::drivers::DriverError),
     #[error("{0}")]
     RunDir(#[from] RunDirError),
+    #[error("{0}")]
+    Store(#[from] crate::store::StoreError),
 }
 
 impl Error {
@@ -56,6 +58,7 @@ impl Error {
             Error::History(h) if h.is_damaged() => exit::BAD_INPUT,
             Error::Interrupted => exit::INTERRUPTED,
             Error::Checker(_) => exit::CHECKER_FAULT,
+            Error::Store(s) => s.exit_code(),
             _ => exit::INFRASTRUCTURE,
         }
     }

@@ -2,7 +2,7 @@
 //! producer under chaos. See ARCHITECTURE.md for the map.
 
 pub use pulsar_chaos_core::{
-    brokerlog, checker, clients, exit, matrix, plan, policy, readlog, stall, versions,
+    brokerlog, checker, clients, exit, matrix, plan, policy, readlog, results, stall, versions,
 };
 
 /// `println!` on standard output that never panics: see [`term::out`].
@@ -65,6 +65,7 @@ pub mod runner;
 pub mod scenario;
 pub mod seed;
 pub mod shrink;
+pub mod store;
 pub mod stuck;
 
 /// Test scratch directories (removed on success, kept on failure); shared with tests/.

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::matrix::{self, Matrix, RunAt, RunRecord};
 use crate::runner::{self, Request};
 use crate::scenario::{self, ClusterSpec};
+use crate::store::{self, Source};
 
 /// The versions of `--versions`: a comma-separated list, each checked, none twice.
 pub fn parse_versions(list: &str) -> std::result::Result<Vec<String>, String> {
@@ -167,6 +168,8 @@ pub async fn matrix(args: MatrixArgs) -> Result<i32> {
     let fixed = args.seed.or(s.seed);
     let master = fixed.unwrap_or_else(crate::seed::fresh);
     let seeds = matrix::seeds(fixed, master, args.times);
+    let mut store = store::open_for(&args.store).await?;
+    let mut store_failed = None;
     let id = crate::rundir::new_run_id();
     let dir = args.out.join(format!("matrix-{}-{id}", s.name));
     std::fs::create_dir_all(&dir).map_err(Error::io(format!("create {}", dir.display())))?;
@@ -225,7 +228,12 @@ pub async fn matrix(args: MatrixArgs) -> Result<i32> {
                 reproduce,
             };
             let record = match runner::run(req).await {
-                Ok(o) => record_of(&o, &dir, at, expected),
+                Ok(o) => {
+                    store_failed = store::record_or_report(&mut store, &o.run_dir, Source::Matrix)
+                        .await
+                        .or(store_failed);
+                    record_of(&o, &dir, at, expected)
+                }
                 Err(Error::Interrupted) => {
                     m.interrupted = true;
                     break 'runs;
@@ -260,5 +268,5 @@ pub async fn matrix(args: MatrixArgs) -> Result<i32> {
     if m.interrupted {
         return Err(Error::Interrupted);
     }
-    Ok(m.exit_code())
+    Ok(store::exit_with(m.exit_code(), store_failed))
 }

@@ -10,6 +10,7 @@ pub mod run;
 pub mod scenario;
 pub mod shrink;
 pub mod soak;
+pub mod trends;
 
 use crate::cli::{ClusterCommand, Command, ImageCommand};
 use crate::error::Result;
@@ -50,6 +51,7 @@ pub async fn dispatch(cmd: Command) -> Result<i32> {
             pulsar_version,
             client,
             client_version,
+            store,
         } => {
             replay::replay(
                 &run_dir,
@@ -58,11 +60,13 @@ pub async fn dispatch(cmd: Command) -> Result<i32> {
                 progress.into(),
                 pulsar_version,
                 (client, client_version),
+                &store,
             )
             .await
         }
         Command::Soak(args) => soak::soak(args).await,
         Command::Shrink(args) => shrink::shrink(args).await,
         Command::Matrix(args) => matrix::matrix(args).await,
+        Command::Trends(args) => trends::trends(args).await,
     }
 }

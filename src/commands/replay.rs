@@ -9,6 +9,7 @@ use crate::exit;
 use crate::rundir::{RunDir, RunInfo};
 use crate::runner::{self, Request};
 use crate::scenario;
+use crate::store::{self, Source};
 
 /// The exit code for several verdicts: the most severe one (violation, then stuck, then
 /// inconclusive).
@@ -33,6 +34,7 @@ pub async fn replay(
     progress: crate::progress::Mode,
     pulsar_version: Option<String>,
     client: (Option<String>, Option<String>),
+    store_args: &crate::cli::StoreArgs,
 ) -> Result<i32> {
     if times == 0 {
         return Err(Error::Usage("--times must be at least 1".into()));
@@ -57,6 +59,8 @@ pub async fn replay(
             .map(|p| p.to_path_buf())
             .unwrap_or_default()
     });
+    let mut store = store::open_for(store_args).await?;
+    let mut store_failed = None;
     let plan_before = std::fs::read_to_string(dir.file("plan.json")).unwrap_or_default();
     let want = original.as_ref().map(|v| v.status);
     crate::errln!(
@@ -86,6 +90,9 @@ pub async fn replay(
             announce_reproduce: true,
         };
         let o = runner::run(req).await?;
+        store_failed = store::record_or_report(&mut store, &o.run_dir, Source::Replay)
+            .await
+            .or(store_failed);
         let plan_now = std::fs::read_to_string(o.run_dir.join("plan.json")).unwrap_or_default();
         let same_plan = plan_now == plan_before;
         crate::outln!(
@@ -105,7 +112,7 @@ pub async fn replay(
         let same = statuses.iter().filter(|s| **s == w).count();
         crate::outln!("{same} of {times} replay(s) ended with the original verdict ({w})");
     }
-    Ok(worst(&statuses))
+    Ok(store::exit_with(worst(&statuses), store_failed))
 }
 
 #[cfg(test)]

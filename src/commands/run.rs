@@ -10,6 +10,7 @@ use crate::exit;
 use crate::history::TxnId;
 use crate::runner::{self, Request};
 use crate::scenario;
+use crate::store::{self, Source};
 
 /// The exit code of a verdict.
 pub fn exit_code(v: &Verdict) -> i32 {
@@ -276,10 +277,12 @@ pub fn apply_external(args: &ExternalArgs, s: &mut scenario::Scenario) -> Result
 
 pub async fn run(args: RunArgs) -> Result<i32> {
     if let Some(dir) = &args.resume {
+        let mut store = store::open_for(&args.store).await?;
         let outcome = runner::resume(dir, args.progress.into(), args.json).await?;
         print_verdict(&outcome.verdict, Some(&outcome.info.reproduce));
+        let failed = store::record_or_report(&mut store, &outcome.run_dir, Source::Run).await;
         crate::outln!("run directory: {}", outcome.run_dir.display());
-        return Ok(exit_code(&outcome.verdict));
+        return Ok(store::exit_with(exit_code(&outcome.verdict), failed));
     }
     let path = args
         .scenario
@@ -299,6 +302,9 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         crate::out!("{}", runner::dry_run(&s, seed).await?);
         return Ok(exit::PASS);
     }
+    // Opened before the run: a store that cannot be used stops the command before anything
+    // starts.
+    let mut store = store::open_for(&args.store).await?;
     let req = Request {
         scenario: s,
         scenario_path: Some(path),
@@ -320,8 +326,9 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     if let Some(junit) = &args.junit {
         crate::report::write_junit(junit, &outcome.info.scenario, &[outcome.junit_case()])?;
     }
+    let failed = store::record_or_report(&mut store, &outcome.run_dir, Source::Run).await;
     crate::errln!("run directory: {}", outcome.run_dir.display());
-    Ok(exit_code(&outcome.verdict))
+    Ok(store::exit_with(exit_code(&outcome.verdict), failed))
 }
 
 pub async fn verify(args: VerifyArgs) -> Result<i32> {

@@ -17,6 +17,7 @@ use crate::exit;
 use crate::report::{self, Case, IndexRow};
 use crate::runner::{self, KeptCluster, Request, Reuse};
 use crate::scenario::{self, ClusterSpec};
+use crate::store::{self, Source};
 
 /// One iteration, as the summary keeps it.
 #[derive(Debug, Clone, Serialize)]
@@ -501,6 +502,8 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
     let s = load_scenario(&args)?;
     // A cluster the harness did not start: refused once, here, not in every iteration.
     crate::runner::check_external(&s)?;
+    let mut store = store::open_for(&args.store).await?;
+    let mut store_failed = None;
     let master = crate::seed::given_or_drawn(args.seed.or(s.seed));
     let soak_id = crate::rundir::new_run_id();
     let dir = args.out.join(format!("soak-{}-{}", s.name, soak_id));
@@ -550,6 +553,10 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
             let t = Instant::now();
             match runner::run(req).await {
                 Ok(o) => {
+                    // Before `record_outcome`, which may prune this directory.
+                    store_failed = store::record_or_report(&mut store, &o.run_dir, Source::Soak)
+                        .await
+                        .or(store_failed);
                     let failed =
                         record_outcome(&mut summary, &o, i, seed, reproduce, args.keep_passing)
                             .await;
@@ -595,7 +602,7 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
     if summary.interrupted {
         return Err(Error::Interrupted);
     }
-    Ok(summary.exit_code())
+    Ok(store::exit_with(summary.exit_code(), store_failed))
 }
 
 #[cfg(test)]

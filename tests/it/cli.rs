@@ -81,7 +81,7 @@ fn unknown_topology_is_a_usage_error() {
 
 #[test]
 fn docker_socket_missing_is_an_infrastructure_failure() {
-    let o = std::process::Command::new(BIN)
+    let o = bin()
         .args(["cluster", "up"])
         .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
         .output()

@@ -2,7 +2,7 @@
 //! shares one standalone among its runs; the drivers are built on first use (cached).
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
@@ -220,7 +220,7 @@ fn a_killed_driver_is_the_harness_s_gap_and_a_killed_harness_resumes_with_a_new_
     let resumed = dir.join("resumed");
     std::fs::create_dir_all(&resumed).unwrap();
     let s = scenario(&dir, "harness-killed", "java", 30000, slow);
-    let mut child = Command::new(BIN)
+    let mut child = bin()
         .args(run_args(&s, 34, &resumed, &urls))
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(resumed.join("segment-0.log")).unwrap())
@@ -283,7 +283,7 @@ fn a_driver_that_cannot_start_is_inconclusive_with_its_last_log_lines() {
         .unwrap()
         .expect("a java driver");
     let out_dir = dir.join("runs");
-    let out = Command::new(BIN)
+    let out = bin()
         .args(run_args(&s, 35, &out_dir, &[]))
         .env("JDK_JAVA_OPTIONS", "-XX:+PulsarChaosNoSuchOption")
         .output()
@@ -535,7 +535,7 @@ fn go_aborted_messages_without_a_txn_id_in_their_metadata_are_the_clients_and_ja
         serde_json::from_str(&std::fs::read_to_string(rd.join("readback.json")).unwrap()).unwrap()
     };
     let recheck = |rd: &Path| {
-        let o = Command::new(BIN)
+        let o = bin()
             .args(["recheck", rd.to_str().unwrap()])
             .output()
             .unwrap();

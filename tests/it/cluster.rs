@@ -312,7 +312,7 @@ fn a_run_whose_output_closes_stops_and_leaves_nothing() {
         ),
     );
     let out_dir = dir.join("runs");
-    let mut child = std::process::Command::new(BIN)
+    let mut child = bin()
         .args(run_args(&scenario, 1, &out_dir, &[]))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -16,6 +16,22 @@ use pulsar_chaos::scenario::{DockerCluster, Topology};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_pulsar-chaos");
 
+/// The binary, its results store (`PULSAR_CHAOS_STORE`) this test process's own under
+/// target/tmp: an integration test never writes to the user's store. A test that checks the
+/// store passes `--store` itself.
+pub fn bin() -> Command {
+    let mut c = Command::new(BIN);
+    c.env("PULSAR_CHAOS_STORE", it_store());
+    c
+}
+
+/// This test process's results store.
+pub fn it_store() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("it-store-{}", std::process::id()))
+        .join("results.db")
+}
+
 /// The arguments of `pulsar-chaos run SCENARIO --seed SEED --out DIR [extra] --progress none`.
 pub fn run_args(scenario: &Path, seed: u64, dir: &Path, extra: &[&str]) -> Vec<String> {
     let mut args: Vec<String> = vec![
@@ -33,7 +49,7 @@ pub fn run_args(scenario: &Path, seed: u64, dir: &Path, extra: &[&str]) -> Vec<S
 
 /// That run, waited for.
 pub fn run_scenario(scenario: &Path, seed: u64, dir: &Path, extra: &[&str]) -> Output {
-    Command::new(BIN)
+    bin()
         .args(run_args(scenario, seed, dir, extra))
         .output()
         .expect("the binary runs")
@@ -47,7 +63,7 @@ pub fn run_scenario_env(
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> Output {
-    Command::new(BIN)
+    bin()
         .args(run_args(scenario, seed, dir, extra))
         .envs(env.iter().copied())
         .output()
@@ -63,7 +79,7 @@ pub fn spawn_run(
     extra: &[&str],
     keep_stderr: bool,
 ) -> std::process::Child {
-    Command::new(BIN)
+    bin()
         .args(run_args(scenario, seed, dir, extra))
         .stdout(std::process::Stdio::null())
         .stderr(if keep_stderr {
@@ -101,10 +117,7 @@ pub fn free_ports() -> (u16, u16) {
 }
 
 pub fn run(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("the binary runs")
+    bin().args(args).output().expect("the binary runs")
 }
 
 pub fn text(o: &Output) -> String {
@@ -177,7 +190,7 @@ impl TestCluster {
 
 impl Drop for TestCluster {
     fn drop(&mut self) {
-        let _ = Command::new(BIN)
+        let _ = bin()
             .args(["cluster", "down", "--run", &self.cluster.run_id])
             .output();
     }

@@ -2,7 +2,7 @@
 //! and loses nothing; a SEND the broker drops as a duplicate fails.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use pulsar::message::proto::TxnAction;
@@ -48,7 +48,7 @@ fn reached(phase: Phase, e: &serde_json::Value) -> bool {
 }
 
 pub(crate) fn resume(run_dir: &Path, log: &Path) -> Child {
-    Command::new(BIN)
+    bin()
         .args([
             "run",
             "--resume",
@@ -152,7 +152,7 @@ fn kill_and_resume(name: &str, seed: u64, kills: usize, faults: &str) {
     let mut rng = Rng::derive(seed, "kill-moments");
     let mut child = {
         let log = std::fs::File::create(dir.join("segment-0.log")).unwrap();
-        Command::new(BIN)
+        bin()
             .args([
                 "run",
                 scenario.to_str().unwrap(),
@@ -408,7 +408,7 @@ fn a_run_killed_while_its_broker_is_down_restarts_it_on_resume_and_passes() {
         ),
     );
     let log0 = std::fs::File::create(dir.join("segment-0.log")).unwrap();
-    let mut child = Command::new(BIN)
+    let mut child = bin()
         .args([
             "run",
             scenario.to_str().unwrap(),

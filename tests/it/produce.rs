@@ -1,5 +1,6 @@
 //! Issue 3: the transactional producer, its journal, the range checker, `run` and `verify`.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use pulsar_chaos::scenario::Topology;
@@ -119,13 +120,15 @@ fn deliberately_aborted_transactions_stay_invisible_and_their_numbers_arrive_onc
             standalone_cluster_yaml()
         ),
     );
-    let o = run_scenario(&scenario, 12, &dir, &[]);
+    let store = dir.join("store").join("results.db");
+    let o = run_scenario(&scenario, 12, &dir, &["--store", store.to_str().unwrap()]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     let run_dir = run_dir_of(&t);
     let v = verdict(&run_dir);
     assert_eq!(v["status"], "pass", "{v}");
     assert_eq!(v["received"], 7000);
+    the_store_holds_exactly_this_run(&store, &run_dir);
     let h = history(&run_dir);
     let deliberate: Vec<_> = h
         .iter()
@@ -142,6 +145,46 @@ fn deliberately_aborted_transactions_stay_invisible_and_their_numbers_arrive_onc
         .filter(|e| e["event"] == "txn_opened" && !e["resend_of"].is_null())
         .count();
     assert_eq!(resent, 20);
+}
+
+/// The results store `--store` named holds one record, this run's, as its files say.
+fn the_store_holds_exactly_this_run(store: &Path, run_dir: &Path) {
+    let rt = rt();
+    let records = rt.block_on(async {
+        let mut s = pulsar_chaos::store::Store::open(&pulsar_chaos::store::Location::Sqlite(
+            store.to_path_buf(),
+        ))
+        .await
+        .unwrap();
+        s.records().await.unwrap()
+    });
+    assert_eq!(records.len(), 1, "{records:?}");
+    let r = &records[0];
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
+    let producer: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("producer.json")).unwrap())
+            .unwrap();
+    assert_eq!(r.run_id, info["run_id"].as_str().unwrap());
+    assert_eq!(r.started_ms, info["started_ms"].as_u64().unwrap());
+    assert_eq!(r.image.as_deref(), info["image"].as_str());
+    assert_eq!(Path::new(&r.run_dir), run_dir);
+    assert_eq!(
+        (
+            r.source.as_str(),
+            r.scenario.as_str(),
+            r.seed,
+            r.client.as_str()
+        ),
+        ("run", "abort-every", 12, "own")
+    );
+    assert_eq!(r.pulsar_version, pulsar_chaos::versions::DEFAULT);
+    assert_eq!(r.status, "pass");
+    assert_eq!((r.expected, r.received, r.missing), (7000, 7000, 0));
+    assert_eq!((r.duplicate_copies, r.unexpected, r.ambiguous), (0, 0, 0));
+    assert!(r.causes.is_empty() && r.findings.is_empty() && r.recovery_ms.is_empty());
+    assert_eq!(r.throughput, producer["messages_per_s"].as_f64());
+    assert_eq!(r.scenario_hash.len(), 16);
 }
 
 /// Without a history the topic's gap and duplicate are a mismatch (exit 8), the cause unknown:
