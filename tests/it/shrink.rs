@@ -1,6 +1,8 @@
 //! Issue 12: `shrink` on a real Pulsar. A violation produced by the `naive` policy with
-//! dropped replies (two reply losses and an unload; the dropped END_TXN reply leaves a commit
-//! that applied unknown, and naive resends it) shrinks to one fault, with every candidate a valid scenario in `shrink/NNN/`, the log, the summary, the
+//! dropped replies (two reply losses; the dropped END_TXN reply leaves a commit that applied
+//! unknown, and naive resends it) shrinks to one fault. (An unload at 2 s was dropped from the
+//! original: on a loaded machine it once left Pulsar holding the read-back 260 s behind an
+//! open transaction, a stuck read the shrinker's Ctrl-C step then waited out.) with every candidate a valid scenario in `shrink/NNN/`, the log, the summary, the
 //! report's side-by-side timelines, and a `minimal.yaml` that reproduces without flags.
 
 use std::path::{Path, PathBuf};
@@ -54,9 +56,6 @@ faults:
     reply: new_txn
     count: 1
     schedule: {{ after_commits: 5 }}
-  - kind: topic_unload
-    name: unload
-    schedule: {{ at: [2s] }}
   - kind: reply_loss
     name: lose-commit
     reply: end_txn
@@ -93,7 +92,7 @@ fn a_naive_violation_with_dropped_replies_shrinks_to_one_fault() {
     let sum = json(&out.join("summary.json"));
     assert_eq!(sum["reproduced"], true, "{sum}");
     assert_eq!(sum["complete"], true, "{sum}");
-    assert_eq!(sum["original"]["faults"], 3, "{sum}");
+    assert_eq!(sum["original"]["faults"], 2, "{sum}");
     assert_eq!(sum["minimal"]["faults"], 1, "{sum}");
     // The minimal case is one dropped reply that leaves a commit which applied unknown, and
     // naive resends it: it reproduces in both fresh tries. (It did not always while the
