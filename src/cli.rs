@@ -50,31 +50,7 @@ pub enum Command {
     /// Read a topic back and check that it holds exactly the numbers [0, N).
     Verify(VerifyArgs),
     /// Run a recorded run again (same seed, same plan) K times and compare verdicts.
-    Replay {
-        /// A run directory written by `run`.
-        run_dir: PathBuf,
-        /// How many replays.
-        #[arg(long, default_value_t = 1)]
-        times: u32,
-        /// Where the replays' run directories go (default: beside the original).
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Replay on another Pulsar version than the original ran (its official image, else
-        /// the local one); by default the original's own image.
-        #[arg(long)]
-        pulsar_version: Option<String>,
-        /// Replay through another client than the original's: own, java or go.
-        #[arg(long)]
-        client: Option<String>,
-        /// The Java client's version for the replay.
-        #[arg(long)]
-        client_version: Option<String>,
-        /// Progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain, none.
-        #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
-        progress: ProgressMode,
-        #[command(flatten)]
-        store: StoreArgs,
-    },
+    Replay(ReplayArgs),
     /// Run a scenario again and again with fresh seeds until the time is up.
     Soak(SoakArgs),
     /// Run one scenario with the same seeds on several Pulsar versions, K times each, and
@@ -178,7 +154,7 @@ pub struct RunArgs {
     pub store: StoreArgs,
 }
 
-/// A cluster the harness did not start (`run`, `soak`), and the faults allowed on it.
+/// A cluster the harness did not start (`run`, `soak`, `replay`), and the faults allowed on it.
 #[derive(Debug, Args)]
 pub struct ExternalArgs {
     /// Use a running cluster instead of starting one (with --admin-url).
@@ -236,6 +212,37 @@ pub struct VerifyArgs {
     /// are still open, or their state is unknown, the verdict is inconclusive and says which.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub settle: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// A run directory written by `run`.
+    pub run_dir: PathBuf,
+    /// How many replays.
+    #[arg(long, default_value_t = 1)]
+    pub times: u32,
+    /// Where the replays' run directories go (default: beside the original).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Replay on another Pulsar version than the original ran (its official image, else
+    /// the local one); by default the original's own image.
+    #[arg(long)]
+    pub pulsar_version: Option<String>,
+    /// Replay through another client than the original's: own, java or go.
+    #[arg(long)]
+    pub client: Option<String>,
+    /// The Java client's version for the replay.
+    #[arg(long)]
+    pub client_version: Option<String>,
+    /// Progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain, none.
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+    /// Replay on a running cluster (another than the original's, or the one an original
+    /// run started): --service-url, --admin-url, --adapter, --allow-destructive.
+    #[command(flatten)]
+    pub external: ExternalArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 #[derive(Debug, Args)]
@@ -414,9 +421,28 @@ pub struct ClusterUpArgs {
     /// How long to wait for readiness (e.g. 300s).
     #[arg(long, default_value = "300s", value_parser = parse_duration)]
     pub ready_timeout: std::time::Duration,
+    /// How the JVMs run: standard (the official image's G1 and full JIT) or quick (first JIT
+    /// tier and serial GC: about half the CPU to start; docs/clusters.md).
+    #[arg(long, value_enum, default_value = "standard", env = "PULSAR_CHAOS_JVM")]
+    pub jvm: JvmArg,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum JvmArg {
+    Standard,
+    Quick,
+}
+
+impl From<JvmArg> for crate::scenario::Jvm {
+    fn from(j: JvmArg) -> Self {
+        match j {
+            JvmArg::Standard => crate::scenario::Jvm::Standard,
+            JvmArg::Quick => crate::scenario::Jvm::Quick,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

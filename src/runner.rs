@@ -35,7 +35,7 @@ use crate::rundir::{now_ms, RunDir, RunInfo};
 use crate::scenario::{Scenario, Topology};
 use crate::workload;
 
-pub use dry_run::{dry_run, plan_commands};
+pub use dry_run::{dry_run, plan_commands, DryRun};
 pub use env::{check_external, describe_topology, start_cluster};
 pub use kept::KeptCluster;
 pub use supervisor::LOG_LINES;

@@ -13,6 +13,14 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         source,
     })?;
     let mut s = parse(&file, &text)?;
+    // The environment's JVM setting overrides the file's (and is kept in the resolved copy).
+    if let Ok(v) = std::env::var(Jvm::ENV) {
+        let jvm = Jvm::parse(&v).map_err(|message| ScenarioError::InvalidUnlocated {
+            file: file.clone(),
+            message,
+        })?;
+        s.set_jvm(jvm);
+    }
     // An adapter file is named relative to the scenario file; runs keep its absolute path.
     if let Some(a) = s.adapter.clone() {
         let p = Path::new(&a);

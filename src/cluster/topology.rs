@@ -13,7 +13,7 @@ use super::engine::{
 };
 use super::readiness::{tcp_open, zk_ruok};
 use super::{remove_run, run_labels, Cluster, ClusterError, Node, Role, PULSAR_CLUSTER_NAME};
-use crate::scenario::{DockerCluster, Topology};
+use crate::scenario::{DockerCluster, Jvm, Topology};
 
 /// Heap sizes for a 2-core machine, in the official `PULSAR_MEM` form.
 const STANDALONE_MEM: &str = "-Xms256m -Xmx768m -XX:MaxDirectMemorySize=512m";
@@ -22,6 +22,17 @@ const BOOKIE_MEM: &str = "-Xms128m -Xmx192m -XX:MaxDirectMemorySize=192m";
 const ZK_MEM: &str = "-Xms64m -Xmx128m";
 const GC: &str =
     "-XX:+UseG1GC -XX:MaxGCPauseMillis=10 -XX:+ParallelRefProcEnabled -XX:+PerfDisableSharedMem";
+/// `cluster.jvm: quick`: the first JIT tier only and the serial collector (a standalone starts
+/// on 12.5 s of CPU instead of 25.6 s, measured on the 4.2.4 image).
+const GC_QUICK: &str = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:+PerfDisableSharedMem";
+
+/// The `PULSAR_GC` value (collector and JIT options) for a cluster's JVMs.
+fn jvm_options(jvm: Jvm) -> &'static str {
+    match jvm {
+        Jvm::Standard => GC,
+        Jvm::Quick => GC_QUICK,
+    }
+}
 
 /// The shell command that applies PULSAR_PREFIX_ settings and starts a component, the same
 /// for the official image and the local one.
@@ -211,7 +222,7 @@ impl Cluster {
             ("journalSyncData", "false".into()),
         ]);
         env.push(format!("PULSAR_MEM={STANDALONE_MEM}"));
-        env.push(format!("PULSAR_GC={GC}"));
+        env.push(format!("PULSAR_GC={}", jvm_options(spec.jvm)));
         let node_spec_labels = vec![
             (bp, "127.0.0.1".to_string(), bp),
             (hp, "127.0.0.1".to_string(), hp),
@@ -242,7 +253,7 @@ impl Cluster {
     ) -> Result<(), ClusterError> {
         let base = self.create_network(kept).await?;
         let deadline = Instant::now() + spec.ready_timeout;
-        self.start_zookeeper(base, deadline, kept).await?;
+        self.start_zookeeper(spec, base, deadline, kept).await?;
         // Cluster metadata (a job that exits).
         let broker_ips: Vec<String> = (1..=spec.brokers).map(|i| addr(base, 30 + i)).collect();
         self.init_metadata(spec, base, &broker_ips, deadline, kept)
@@ -257,12 +268,16 @@ impl Cluster {
     /// ZooKeeper at base + 10, started and answering `ruok`.
     async fn start_zookeeper(
         &mut self,
+        spec: &DockerCluster,
         base: Ipv4Addr,
         deadline: Instant,
         kept: bool,
     ) -> Result<(), ClusterError> {
         let zk_ip = addr(base, 10);
-        let mut env = vec![format!("PULSAR_MEM={ZK_MEM}"), format!("PULSAR_GC={GC}")];
+        let mut env = vec![
+            format!("PULSAR_MEM={ZK_MEM}"),
+            format!("PULSAR_GC={}", jvm_options(spec.jvm)),
+        ];
         env.extend(prefixed(&[("clientPort", "2181".into())]));
         let zk = self
             .add_node(
@@ -314,7 +329,7 @@ impl Cluster {
                     index: 1,
                     ip: Some(addr(base, 11)),
                     cmd: init_cmd,
-                    env: vec![format!("PULSAR_GC={GC}")],
+                    env: vec![format!("PULSAR_GC={}", jvm_options(spec.jvm))],
                     publish: vec![],
                 },
                 kept,
@@ -347,7 +362,7 @@ impl Cluster {
             let mut env = vec![
                 format!("PULSAR_MEM={BOOKIE_MEM}"),
                 format!("BOOKIE_MEM={BOOKIE_MEM}"),
-                format!("PULSAR_GC={GC}"),
+                format!("PULSAR_GC={}", jvm_options(spec.jvm)),
             ];
             env.extend(prefixed(&[
                 (
@@ -407,7 +422,7 @@ impl Cluster {
         for (i, ip) in (1..=spec.brokers).zip(broker_ips.iter()) {
             let mut env = vec![
                 format!("PULSAR_MEM={BROKER_MEM}"),
-                format!("PULSAR_GC={GC}"),
+                format!("PULSAR_GC={}", jvm_options(spec.jvm)),
             ];
             env.extend(prefixed(&[
                 ("metadataStoreUrl", "zk:zookeeper:2181".into()),

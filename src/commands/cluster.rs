@@ -29,6 +29,7 @@ pub async fn up(args: ClusterUpArgs) -> Result<i32> {
         binary_port: args.binary_port,
         http_port: args.http_port,
         ready_timeout: args.ready_timeout,
+        jvm: args.jvm.into(),
     };
     if spec.topology == Topology::Cluster && !(1..=5).contains(&spec.brokers) {
         return Err(Error::Usage("--brokers must be between 1 and 5".into()));

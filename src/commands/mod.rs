@@ -43,27 +43,7 @@ pub async fn dispatch(cmd: Command) -> Result<i32> {
         Command::Verify(args) => run::verify(args).await,
         Command::Report { run_dir } => report::report(&run_dir),
         Command::Recheck { run_dir, json } => recheck::recheck(&run_dir, json),
-        Command::Replay {
-            run_dir,
-            times,
-            out,
-            progress,
-            pulsar_version,
-            client,
-            client_version,
-            store,
-        } => {
-            replay::replay(
-                &run_dir,
-                times,
-                out,
-                progress.into(),
-                pulsar_version,
-                (client, client_version),
-                &store,
-            )
-            .await
-        }
+        Command::Replay(args) => replay::replay(&args).await,
         Command::Soak(args) => soak::soak(args).await,
         Command::Shrink(args) => shrink::shrink(args).await,
         Command::Matrix(args) => matrix::matrix(args).await,

@@ -1,8 +1,6 @@
 //! `replay`: run a recorded run again with the same scenario and seed (so the same plan) K
 //! times, and say how many replays ended with the same verdict class as the original.
 
-use std::path::{Path, PathBuf};
-
 use crate::checker::{Status, Verdict};
 use crate::error::{Error, Result};
 use crate::exit;
@@ -27,15 +25,24 @@ pub fn worst(statuses: &[Status]) -> i32 {
     }
 }
 
-pub async fn replay(
-    run_dir: &Path,
-    times: u32,
-    out: Option<PathBuf>,
-    progress: crate::progress::Mode,
-    pulsar_version: Option<String>,
-    client: (Option<String>, Option<String>),
-    store_args: &crate::cli::StoreArgs,
-) -> Result<i32> {
+pub async fn replay(args: &crate::cli::ReplayArgs) -> Result<i32> {
+    let crate::cli::ReplayArgs {
+        run_dir,
+        times,
+        out,
+        progress,
+        pulsar_version,
+        client,
+        client_version,
+        external,
+        store: store_args,
+    } = args;
+    let (run_dir, times, progress) = (
+        run_dir.as_path(),
+        *times,
+        crate::progress::Mode::from(*progress),
+    );
+    let client = (client.clone(), client_version.clone());
     if times == 0 {
         return Err(Error::Usage("--times must be at least 1".into()));
     }
@@ -53,7 +60,9 @@ pub async fn replay(
     if info.topology == "external" {
         s.cluster = s.cluster.at_urls(&info.service_url, &info.admin_url);
     }
-    let out = out.unwrap_or_else(|| {
+    // A cluster named on the command line wins over the original's.
+    super::run::apply_external(external, &mut s)?;
+    let out = out.clone().unwrap_or_else(|| {
         run_dir
             .parent()
             .map(|p| p.to_path_buf())

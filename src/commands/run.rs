@@ -299,8 +299,9 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     apply_external(&args.external, &mut s)?;
     let seed = crate::seed::given_or_drawn(args.seed.or(s.seed));
     if args.dry_run {
-        crate::out!("{}", runner::dry_run(&s, seed).await?);
-        return Ok(exit::PASS);
+        let dry = runner::dry_run(&s, seed).await?;
+        crate::out!("{}", dry.text);
+        return Ok(dry.exit);
     }
     // Opened before the run: a store that cannot be used stops the command before anything
     // starts.

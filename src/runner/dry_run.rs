@@ -115,9 +115,18 @@ pub fn plan_commands(s: &Scenario, seed: u64, adapter: Option<&Path>) -> Result<
     Ok(out)
 }
 
+/// What `run --dry-run` prints, and the exit code the run itself would have ended with before
+/// it started anything: a refusal is bad input, an admin API that does not answer an
+/// infrastructure failure (issue 33: both used to exit 0).
+#[derive(Debug)]
+pub struct DryRun {
+    pub text: String,
+    pub exit: i32,
+}
+
 /// `run --dry-run`: discover the cluster, resolve every firing's target now and print its
 /// commands. Needs a cluster the harness did not start; reads the admin API only.
-pub async fn dry_run(s: &Scenario, seed: u64) -> Result<String> {
+pub async fn dry_run(s: &Scenario, seed: u64) -> Result<DryRun> {
     let ClusterSpec::External { admin_url, .. } = &s.cluster else {
         return Err(Error::Usage(
             "--dry-run resolves targets on a running cluster: give --service-url and --admin-url"
@@ -136,18 +145,30 @@ pub async fn dry_run(s: &Scenario, seed: u64) -> Result<String> {
         "dry run of scenario {}, seed {seed}: nothing is created, produced or run. Owners are looked up now on the scenario's topic name (the run's own topic may sit in another bundle) and again when each fault fires\n",
         s.name
     );
+    // One read of the admin API: a run would stop here if it does not answer.
+    let unreachable = admin.clusters().await.err();
+    if let Some(e) = &unreachable {
+        out.push_str(&format!(
+            "the admin API at {admin_url} does not answer ({e}): a run would stop here; the firings below are not resolved\n"
+        ));
+    }
     let nodes: Option<Nodes> = match &adapter {
-        Some(a) => {
+        Some(a) if unreachable.is_none() => {
             let n = crate::discovery::discover(&admin, a).await?;
             out.push_str(&super::env::describe_nodes(&n));
             out.push('\n');
             Some(n)
         }
-        None => None,
+        _ => None,
     };
-    if let Some(e) = refusal {
-        out.push_str(&format!("a run would refuse: {e}\n"));
-    }
+    let exit = match (&refusal, &unreachable) {
+        (Some(e), _) => {
+            out.push_str(&format!("a run would refuse: {e}\n"));
+            e.exit_code()
+        }
+        (None, Some(_)) => crate::exit::INFRASTRUCTURE,
+        (None, None) => crate::exit::PASS,
+    };
     for f in &plan.faults {
         let resolved = match (&nodes, &adapter) {
             (Some(n), Some(a)) if is_destructive(&f.kind) => {
@@ -176,5 +197,10 @@ pub async fn dry_run(s: &Scenario, seed: u64) -> Result<String> {
             out.push('\n');
         }
     }
-    Ok(out)
+    if exit != crate::exit::PASS {
+        out.push_str(&format!(
+            "the dry run exits {exit}, as the run would have before starting anything\n"
+        ));
+    }
+    Ok(DryRun { text: out, exit })
 }

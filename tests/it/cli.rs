@@ -41,6 +41,15 @@ fn bad_scenarios_exit_2_with_file_line_and_column() {
             "txn_size: must be at least 1",
         ),
         (
+            // Regression (issue 33): serde named only `faults` at the list's start.
+            "fault-duration.yaml",
+            format!(
+                "{GOOD}faults:\n  - kind: pause\n    duration: 5\n    schedule: {{ at: [1s] }}\n"
+            ),
+            "fault-duration.yaml:9:5",
+            "faults[0].duration: a duration needs a unit: write 5s or 5ms",
+        ),
+        (
             "malformed.yaml",
             "name: t\nworkload: [\n".to_string(),
             "malformed.yaml:",
@@ -62,6 +71,44 @@ fn bad_scenarios_exit_2_with_file_line_and_column() {
     let good = write(&dir, "good.yaml", GOOD);
     let o = run(&["validate", good.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+/// Regression (issue 33): `run --dry-run` exited 0 when the run would have refused, and
+/// against an admin URL that does not answer.
+#[test]
+fn a_dry_run_exits_as_the_run_would_before_starting_anything() {
+    let dir = tmpdir("dry-run-exit");
+    let urls = [
+        "--service-url",
+        "pulsar://127.0.0.1:1",
+        "--admin-url",
+        "http://127.0.0.1:1",
+    ];
+    let quiet = write(&dir, "quiet.yaml", GOOD);
+    let mut args = vec!["run", quiet.to_str().unwrap(), "--seed", "1", "--dry-run"];
+    args.extend(urls);
+    let t = assert_clean_failure(&run(&args), 3);
+    assert!(
+        t.contains("the admin API at http://127.0.0.1:1 does not answer"),
+        "{t}"
+    );
+    assert!(t.contains("the dry run exits 3"), "{t}");
+    let destructive = write(
+        &dir,
+        "destructive.yaml",
+        &format!("{GOOD}faults:\n  - kind: broker_restart\n    schedule: {{ at: [1s] }}\n"),
+    );
+    let mut args = vec![
+        "run",
+        destructive.to_str().unwrap(),
+        "--seed",
+        "1",
+        "--dry-run",
+    ];
+    args.extend(urls);
+    let t = assert_clean_failure(&run(&args), 2);
+    assert!(t.contains("a run would refuse"), "{t}");
+    assert!(t.contains("firing 0"), "the firings are still printed: {t}");
 }
 
 #[test]

@@ -22,6 +22,18 @@ fn standalone_comes_up_restarts_and_leaves_nothing() {
             "{stats:?}"
         );
         let node = c.nodes_of(Role::Standalone)[0].clone();
+        // The JVM runs with the setting the tests ask for (`it_jvm`), restarted or not.
+        let first_tier_only = |name: &str| {
+            let o = std::process::Command::new("docker")
+                .args(["exec", name, "cat", "/proc/1/cmdline"])
+                .output()
+                .unwrap();
+            let cmdline = String::from_utf8_lossy(&o.stdout).replace('\0', " ");
+            assert!(cmdline.contains("java"), "{cmdline}");
+            cmdline.contains("-XX:TieredStopAtLevel=1")
+        };
+        let quick = it_jvm() == pulsar_chaos::scenario::Jvm::Quick;
+        assert_eq!(first_tier_only(&node.name), quick);
 
         // Graceful restart, then kill: ready again each time.
         c.stop(&node, STOP_TIMEOUT).await.unwrap();
@@ -36,6 +48,7 @@ fn standalone_comes_up_restarts_and_leaves_nothing() {
         pulsar_chaos::ready::wait_ready(c, Duration::from_secs(300))
             .await
             .expect("ready after a kill");
+        assert_eq!(first_tier_only(&node.name), quick);
 
         let run_id = tc.run_id();
         let removed = c.down().await.unwrap();

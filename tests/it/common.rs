@@ -12,17 +12,29 @@ use std::time::Duration;
 
 use pulsar_chaos::cluster::engine::{Engine, LABEL_MANAGED, LABEL_RUN};
 use pulsar_chaos::cluster::{image, Cluster};
-use pulsar_chaos::scenario::{DockerCluster, Topology};
+use pulsar_chaos::scenario::{DockerCluster, Jvm, Topology};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_pulsar-chaos");
 
 /// The binary, its results store (`PULSAR_CHAOS_STORE`) this test process's own under
 /// target/tmp: an integration test never writes to the user's store. A test that checks the
-/// store passes `--store` itself.
+/// store passes `--store` itself. Clusters it starts run [`it_jvm`]'s JVM setting.
 pub fn bin() -> Command {
     let mut c = Command::new(BIN);
     c.env("PULSAR_CHAOS_STORE", it_store());
+    c.env(Jvm::ENV, it_jvm().name());
     c
+}
+
+/// How the clusters of the integration tests run their JVMs: `quick` (first JIT tier, serial
+/// GC: half the CPU to start a node, which is what the suite spends most of its time on with
+/// two cores), unless `PULSAR_CHAOS_JVM` says otherwise
+/// (`PULSAR_CHAOS_JVM=standard cargo test ...` runs them as the official image does).
+pub fn it_jvm() -> Jvm {
+    match std::env::var(Jvm::ENV) {
+        Ok(v) => Jvm::parse(&v).expect("PULSAR_CHAOS_JVM is standard or quick"),
+        Err(_) => Jvm::Quick,
+    }
 }
 
 /// This test process's results store.
@@ -169,6 +181,7 @@ impl TestCluster {
             binary_port: bp,
             http_port: hp,
             ready_timeout: Duration::from_secs(300),
+            jvm: it_jvm(),
         };
         let run_id = format!("t{:07x}", rand_id());
         let cluster = Cluster::up(engine, &spec, &run_id, &img, false)

@@ -97,7 +97,7 @@ fn an_external_cluster_takes_faults_through_an_exec_adapter() {
     let s = scenario(&dir, "ext-faults", 15_000, FAULTS, &ext);
     let urls = ["--service-url", &service_url, "--admin-url", &admin_url];
     let harness = |args: &[&str]| {
-        Command::new(BIN)
+        bin()
             .args(args)
             .env("PULSAR_CHAOS_STATE", &state)
             .output()
@@ -129,7 +129,8 @@ fn an_external_cluster_takes_faults_through_an_exec_adapter() {
     args.extend(urls);
     let o = harness(&args);
     let t = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{t}");
+    // The dry run ends as the run would: refused, bad input (issue 33: it used to exit 0).
+    assert_eq!(o.status.code(), Some(2), "{t}");
     assert!(
         t.contains(&format!("inject: docker kill --signal KILL {broker2}")),
         "{t}"
@@ -276,7 +277,7 @@ fn an_external_cluster_takes_faults_through_an_exec_adapter() {
         "  - kind: pause\n    duration: 600s\n    target: broker-1\n    schedule: { after_commits: 20 }\n",
         &format!("{ext}allow_destructive: true\n"),
     );
-    let mut child = Command::new(BIN)
+    let mut child = bin()
         .args(run_args(&long, 1, &dir, &urls))
         .env("PULSAR_CHAOS_STATE", &state)
         .stdout(std::process::Stdio::null())
@@ -315,7 +316,7 @@ fn run_with_env(
     extra: &[&str],
     state: &Path,
 ) -> std::process::Output {
-    Command::new(BIN)
+    bin()
         .args(run_args(scenario, seed, dir, extra))
         .env("PULSAR_CHAOS_STATE", state)
         .output()

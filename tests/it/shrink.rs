@@ -6,7 +6,6 @@
 //! report's side-by-side timelines, and a `minimal.yaml` that reproduces without flags.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::common::*;
 
@@ -76,7 +75,7 @@ fn a_naive_violation_with_dropped_replies_shrinks_to_one_fault() {
     let o = run_scenario(&s, 7, &dir.join("original"), &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let original = run_dir_in(&dir.join("original"));
-    let o = Command::new(BIN)
+    let o = bin()
         .args(["shrink", original.to_str().unwrap()])
         .args(["--times", "2", "--budget", "15m", "--progress", "none"])
         .output()
@@ -116,7 +115,7 @@ fn a_naive_violation_with_dropped_replies_shrinks_to_one_fault() {
         assert!(faults <= best, "the best grew: {l}");
         best = faults;
         let c = out.join(format!("{i:03}")).join("scenario.yaml");
-        let v = Command::new(BIN)
+        let v = bin()
             .args(["validate", c.to_str().unwrap()])
             .output()
             .unwrap();
@@ -145,7 +144,7 @@ fn a_naive_violation_with_dropped_replies_shrinks_to_one_fault() {
         t.contains(&format!("pulsar-chaos run {}", minimal.display())),
         "{t}"
     );
-    let o = Command::new(BIN)
+    let o = bin()
         .args(["run", minimal.to_str().unwrap(), "--out"])
         .arg(dir.join("again"))
         .args(["--progress", "none"])
@@ -194,7 +193,7 @@ fn a_naive_violation_with_dropped_replies_shrinks_to_one_fault() {
         .flat_map(|l| l["tries"].as_array().unwrap())
         .find(|t| t["status"] == "pass")
         .expect("a candidate that passed");
-    let o = Command::new(BIN)
+    let o = bin()
         .args(["shrink"])
         .arg(out.join(passed["run_dir"].as_str().unwrap()))
         .output()
@@ -202,7 +201,7 @@ fn a_naive_violation_with_dropped_replies_shrinks_to_one_fault() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("no failure to preserve"), "{}", text(&o));
     // And a second shrink of the same run does not overwrite the first.
-    let o = Command::new(BIN)
+    let o = bin()
         .args(["shrink", original.to_str().unwrap()])
         .output()
         .unwrap();
@@ -213,7 +212,7 @@ fn a_naive_violation_with_dropped_replies_shrinks_to_one_fault() {
     // a candidate has been judged, exits 130 with minimal.yaml, the log and a summary that
     // says it was interrupted, and its cluster removed.
     std::fs::rename(&out, original.join("shrink-1")).unwrap();
-    let mut child = Command::new(BIN)
+    let mut child = bin()
         .args(["shrink", original.to_str().unwrap()])
         .args(["--times", "1", "--progress", "none"])
         .stdout(std::process::Stdio::piped())

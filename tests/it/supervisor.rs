@@ -145,7 +145,7 @@ fn a_broker_that_exits_on_its_own_is_started_again_and_the_run_passes() {
         "name: own-exit\ncluster: { topology: cluster, brokers: 2, bookies: 1 }\nworkload:\n  topic: persistent://public/default/own-exit\n  partitions: 2\n  messages: 9000\n  txn_size: 50\n  rate: 250\n  txn_timeout: 15s\n  op_timeout: 5s\n  deadline: 300s\n  stall_timeout: 60s\nfaults:\n  - kind: broker_restart\n    mode: kill\n    down_for: 4s\n    target: broker-1\n    schedule: { at: [2s] }\n",
     );
     let log = dir.join("run.log");
-    let mut child = Command::new(BIN)
+    let mut child = bin()
         .args(run_args(&s, 3, &out, &[]))
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())

@@ -6,7 +6,7 @@
 //! transactions a kill left in flight were settled on the coordinator's words.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use pulsar_chaos::admin::Admin;
@@ -68,7 +68,7 @@ fn a_transform_killed_at_seeded_moments_resumes_to_a_pass() {
         ),
     );
     let mut rng = Rng::derive(1313, "kill-moments");
-    let mut child = Command::new(BIN)
+    let mut child = bin()
         .args([
             "run",
             scenario.to_str().unwrap(),

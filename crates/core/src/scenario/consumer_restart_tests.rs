@@ -108,7 +108,7 @@ fn bad_consumer_restart_entries_name_their_place() {
         ),
         (
             "  - kind: consumer_restart\n    mode: kill\n    schedule: { at: [1s] }\n",
-            10,
+            11,
             "unknown field `mode`",
         ),
         (

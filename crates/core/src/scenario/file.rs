@@ -61,6 +61,8 @@ pub struct ClusterFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_timeout: Option<Dur>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jvm: Option<super::model::Jvm>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admin_url: Option<String>,
@@ -449,22 +451,24 @@ impl<'de> Deserialize<'de> for Dur {
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Dur, E> {
                 humantime::parse_duration(v.trim()).map(Dur).map_err(|e| {
                     E::custom(format!(
-                        "invalid duration '{v}': {e} (write e.g. 30s, 1m30s, 500ms)"
+                        "invalid duration `{v}`: {e} (write e.g. 30s, 1m30s, 500ms)"
                     ))
                 })
             }
             fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Dur, E> {
                 Err(E::custom(format!(
-                    "a duration needs a unit: write {v}s or {v}ms"
+                    "a duration needs a unit: write {v}s or {v}ms, not `{v}`"
                 )))
             }
             fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Dur, E> {
                 Err(E::custom(format!(
-                    "invalid duration {v}: durations are positive and need a unit, e.g. 30s"
+                    "invalid duration `{v}`: durations are positive and need a unit, e.g. 30s"
                 )))
             }
             fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Dur, E> {
-                Err(E::custom(format!("a duration needs a unit: write {v}s")))
+                Err(E::custom(format!(
+                    "a duration needs a unit: write {v}s, not `{v}`"
+                )))
             }
         }
         d.deserialize_any(V)

@@ -36,6 +36,9 @@ pub fn path_to_string(path: &[Seg]) -> String {
 #[derive(Debug, Default)]
 pub struct Locations {
     at: HashMap<Path, (usize, usize)>,
+    /// The text of every scalar value, by its path (to find the key that holds a value an
+    /// error quotes).
+    values: HashMap<Path, String>,
 }
 
 impl Locations {
@@ -47,7 +50,22 @@ impl Locations {
         if parser.load(&mut rx, false).is_err() {
             return Locations::default();
         }
-        Locations { at: rx.at }
+        Locations {
+            at: rx.at,
+            values: rx.values,
+        }
+    }
+
+    /// The paths under `under` whose scalar value is `value`, in document order.
+    pub fn holding(&self, under: &[Seg], value: &str) -> Vec<Path> {
+        let mut found: Vec<Path> = self
+            .values
+            .iter()
+            .filter(|(p, v)| p.starts_with(under) && v.as_str() == value)
+            .map(|(p, _)| p.clone())
+            .collect();
+        found.sort_by_key(|p| self.at.get(p).copied());
+        found
     }
 
     /// Line and column of `path`, or of its nearest ancestor that is known.
@@ -77,6 +95,7 @@ struct Receiver {
     stack: Vec<Frame>,
     path: Path,
     at: HashMap<Path, (usize, usize)>,
+    values: HashMap<Path, String>,
 }
 
 impl Receiver {
@@ -132,6 +151,7 @@ impl MarkedEventReceiver for Receiver {
     fn on_event(&mut self, ev: Event, mark: Marker) {
         match ev {
             Event::Scalar(ref v, ..) if !self.node_start(mark, Some(v)) => {
+                self.values.insert(self.path.clone(), v.clone());
                 self.node_end();
             }
             Event::Alias(_) if !self.node_start(mark, None) => {
@@ -185,6 +205,12 @@ mod tests {
         );
         // Unknown child: falls back to the parent.
         assert_eq!(l.find(&[k("workload"), k("nope")]), Some((2, 1)));
+        // The key holding a value.
+        assert_eq!(
+            l.holding(&[k("faults")], "5s"),
+            vec![vec![k("faults"), Seg::Index(0), k("duration")]]
+        );
+        assert!(l.holding(&[k("workload")], "5s").is_empty());
     }
 
     #[test]

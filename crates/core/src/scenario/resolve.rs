@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::file::{ClusterFile, Dur, WorkloadFile};
-use super::model::{ClusterSpec, Scenario, Topology, Workload};
+use super::model::{ClusterSpec, Jvm, Scenario, Topology, Workload};
 
 pub(super) fn resolve_cluster_file(c: &ClusterSpec) -> ClusterFile {
     match c {
@@ -34,6 +34,7 @@ pub(super) fn resolve_cluster_file(c: &ClusterSpec) -> ClusterFile {
             binary_port: (d.topology == Topology::Standalone).then_some(d.binary_port),
             http_port: (d.topology == Topology::Standalone).then_some(d.http_port),
             ready_timeout: Some(Dur(d.ready_timeout)),
+            jvm: (d.jvm != Jvm::Standard).then_some(d.jvm),
             service_url: None,
             admin_url: None,
         },
@@ -93,6 +94,18 @@ impl Scenario {
         }
         self.resolved.cluster = resolve_cluster_file(&self.cluster);
         Ok(())
+    }
+}
+
+impl Scenario {
+    /// Run the cluster's JVMs another way than the file says (`PULSAR_CHAOS_JVM`): recorded
+    /// in the resolved scenario, so the run directory's copy reproduces it. Nothing to do for
+    /// a cluster the harness did not start.
+    pub fn set_jvm(&mut self, jvm: Jvm) {
+        if let ClusterSpec::Docker(d) = &mut self.cluster {
+            d.jvm = jvm;
+            self.resolved.cluster = resolve_cluster_file(&self.cluster);
+        }
     }
 }
 

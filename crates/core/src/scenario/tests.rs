@@ -112,6 +112,78 @@ fn duration_without_unit_is_refused() {
     assert!(msg.contains("needs a unit"), "{msg}");
 }
 
+/// Regression (issue 33): inside a fault serde reported every error at the list's start as
+/// `faults:`; each now names the item and the key, where the key is to blame.
+#[test]
+fn an_error_inside_a_fault_names_its_item_and_key() {
+    let faults = "\
+faults:
+  - kind: broker_restart
+    schedule: { every: 5s }
+  - kind: packet_loss
+    duration: 5
+    percent: 10
+    schedule: { at: [1s] }
+";
+    let text = SMOKE.replace("faults: []\n", faults);
+    let (line, column, msg) = error_of(&text);
+    assert_eq!((line, column), (16, 5), "{msg}");
+    assert!(
+        msg.starts_with("faults[1].duration: a duration needs a unit: write 5s or 5ms"),
+        "{msg}"
+    );
+    // A key the fault does not have.
+    let text = SMOKE.replace(
+        "faults: []\n",
+        &faults
+            .replace("    percent: 10\n", "    percent: 10\n    wat: 1\n")
+            .replace("duration: 5\n", "duration: 5s\n"),
+    );
+    let (line, _, msg) = error_of(&text);
+    assert_eq!(line, 18, "{msg}");
+    assert!(
+        msg.starts_with("faults[1].wat: unknown field `wat`"),
+        "{msg}"
+    );
+    // A value that does not read, nested in a schedule.
+    let text = SMOKE.replace(
+        "faults: []\n",
+        &faults
+            .replace("duration: 5\n", "duration: 5s\n")
+            .replace("{ every: 5s }", "{ every: soon }"),
+    );
+    let (line, _, msg) = error_of(&text);
+    assert_eq!(line, 14, "{msg}");
+    assert!(
+        msg.starts_with("faults[0].schedule.every: invalid duration `soon`"),
+        "{msg}"
+    );
+    // A missing key: the item is to blame.
+    let text = SMOKE.replace(
+        "faults: []\n",
+        &faults
+            .replace("duration: 5\n", "duration: 5s\n")
+            .replace("    schedule: { at: [1s] }\n", ""),
+    );
+    let (line, _, msg) = error_of(&text);
+    assert_eq!(line, 15, "{msg}");
+    assert!(
+        msg.starts_with("faults[1]: missing field `schedule`"),
+        "{msg}"
+    );
+    // An unknown kind is an unknown value, in the file's words.
+    let text = SMOKE.replace(
+        "faults: []\n",
+        "faults:\n  - kind: reboot\n    schedule: { at: [1s] }\n",
+    );
+    let (line, _, msg) = error_of(&text);
+    assert_eq!(line, 13, "{msg}");
+    assert!(
+        msg.starts_with("faults[0].kind: unknown value `reboot`, expected one of"),
+        "{msg}"
+    );
+}
+
 #[test]
 fn topic_must_be_persistent() {
     let text = SMOKE.replace(
@@ -340,7 +412,7 @@ fn reply_loss_parses_with_count_or_probability() {
 fn bad_reply_loss_entries_name_their_place() {
     let standalone = "cluster: { topology: standalone }";
     let fault = |body: &str| with_faults(&format!("  - kind: reply_loss\n{body}"), standalone);
-    // Line 13 is `- kind: reply_loss`, 14 the key after it.
+    // Line 13 is `- kind: reply_loss`, 14 the key after it; serde's own errors name the key.
     for (body, line, needle) in [
         (
             "    reply: end_txn\n    count: 2\n    probability: 0.5\n    schedule: { at: [1s] }\n",
@@ -374,12 +446,12 @@ fn bad_reply_loss_entries_name_their_place() {
         ),
         (
             "    reply: commit\n    count: 1\n    schedule: { at: [1s] }\n",
-            13,
-            "unknown variant `commit`",
+            14,
+            "unknown value `commit`",
         ),
         (
             "    reply: end_txn\n    count: 1\n    percent: 5\n    schedule: { at: [1s] }\n",
-            13,
+            16,
             "unknown field `percent`",
         ),
     ] {
@@ -435,7 +507,7 @@ fn expectations_per_version_parse_and_bad_ones_are_located() {
     assert_eq!(line, 14, "{m}");
     assert!(m.contains("not a Pulsar version"), "{m}");
     let (_, _, m) = error_of(&format!("{SMOKE}expect:\n  \"4.2.4\": [green]\n"));
-    assert!(m.contains("unknown variant"), "{m}");
+    assert!(m.contains("unknown value"), "{m}");
     let (_, _, m) = error_of(&format!("{SMOKE}expect:\n  \"4.2.4\": []\n"));
     assert!(m.contains("at least one outcome"), "{m}");
 }
@@ -460,7 +532,7 @@ fn remedies_default_to_all_in_order_and_can_be_turned_off() {
     assert_eq!(one.remedies, vec![Remedy::UnloadTopic]);
     let (line, _, m) = error_of(&format!("{SMOKE}remedies: [reboot]\n"));
     assert_eq!(line, SMOKE.lines().count() + 1, "{m}");
-    assert!(m.contains("unknown variant `reboot`"), "{m}");
+    assert!(m.contains("unknown value `reboot`"), "{m}");
     let (_, _, m) = error_of(&format!("{SMOKE}remedies: [re-end, re-end]\n"));
     assert!(m.contains("named twice"), "{m}");
 }
@@ -570,7 +642,7 @@ fn bad_pinned_choices_name_their_place() {
         (
             "  - kind: bookie_restart\n    partition: 1\n    schedule: { at: [1s] }\n",
             4,
-            13,
+            14,
             "unknown field `partition`",
         ),
     ] {
@@ -649,4 +721,52 @@ fn target_forms_are_what_parse_accepts() {
         assert!(Target::FORMS.contains(&form_of(t).as_str()), "{t}");
     }
     assert_eq!(Target::parse("broker-0"), None);
+}
+
+#[test]
+fn the_jvm_setting_is_standard_unless_asked_and_survives_the_resolved_copy() {
+    let standard = parse("s.yaml", SMOKE).unwrap();
+    match &standard.cluster {
+        ClusterSpec::Docker(d) => assert_eq!(d.jvm, Jvm::Standard),
+        other => panic!("{other:?}"),
+    }
+    assert!(!standard.resolved_yaml().contains("jvm"));
+    let text = SMOKE.replace(
+        "cluster: { topology: standalone }",
+        "cluster: { topology: standalone, jvm: quick }",
+    );
+    let quick = parse("s.yaml", &text).unwrap();
+    let again = parse("resolved.yaml", &quick.resolved_yaml()).unwrap();
+    for s in [&quick, &again] {
+        match &s.cluster {
+            ClusterSpec::Docker(d) => assert_eq!(d.jvm, Jvm::Quick),
+            other => panic!("{other:?}"),
+        }
+    }
+    // Set from the environment: the resolved copy keeps it.
+    let mut set = parse("s.yaml", SMOKE).unwrap();
+    set.set_jvm(Jvm::Quick);
+    assert!(
+        set.resolved_yaml().contains("jvm: quick"),
+        "{}",
+        set.resolved_yaml()
+    );
+    assert_eq!(Jvm::parse("quick"), Ok(Jvm::Quick));
+    assert!(Jvm::parse("fast")
+        .unwrap_err()
+        .contains("standard or quick"));
+    // A cluster the harness did not start runs its own JVMs.
+    let (_, _, m) = error_of(&SMOKE.replace(
+        "cluster: { topology: standalone }",
+        "cluster: { service_url: pulsar://h:6650, admin_url: http://h:8080, jvm: quick }",
+    ));
+    assert!(
+        m.contains("cluster.jvm: does not apply to an external cluster"),
+        "{m}"
+    );
+    let (_, _, m) = error_of(&SMOKE.replace(
+        "cluster: { topology: standalone }",
+        "cluster: { topology: standalone, jvm: fast }",
+    ));
+    assert!(m.contains("unknown value `fast`"), "{m}");
 }

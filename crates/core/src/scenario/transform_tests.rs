@@ -76,11 +76,11 @@ fn unknown_values_are_located() {
     let text = format!("{TRANSFORM}  subscription_type: exclusive\n");
     let (line, _, message) = located(&text);
     assert_eq!(line, 9, "{message}");
-    assert!(message.contains("unknown variant `exclusive`"), "{message}");
+    assert!(message.contains("unknown value `exclusive`"), "{message}");
     let text = format!("{TRANSFORM}  function: square\n");
     let (line, _, message) = located(&text);
     assert_eq!(line, 9, "{message}");
-    assert!(message.contains("unknown variant `square`"), "{message}");
+    assert!(message.contains("unknown value `square`"), "{message}");
     let text = TRANSFORM.replace("kind: transform", "kind: mirror");
     let (line, _, message) = located(&text);
     assert_eq!(line, 8, "{message}");

@@ -195,6 +195,7 @@ fn validate_cluster(c: &ClusterFile) -> Result<ClusterSpec, Invalid> {
         binary_port,
         http_port,
         ready_timeout,
+        jvm: c.jvm.unwrap_or_default(),
     }))
 }
 
@@ -250,6 +251,7 @@ fn validate_external(c: &ClusterFile) -> Result<ClusterSpec, Invalid> {
         ("pulsar_version", c.pulsar_version.is_some()),
         ("binary_port", c.binary_port.is_some()),
         ("http_port", c.http_port.is_some()),
+        ("jvm", c.jvm.is_some()),
     ] {
         if set {
             return err(&["cluster", field], "does not apply to an external cluster");
