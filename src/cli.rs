@@ -80,8 +80,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// The results store's runs per scenario × Pulsar version × client: runs and pass rate per
-    /// night (UTC date), and the night each finding or known bug was first and last seen.
+    /// The results store's runs per scenario × Pulsar version × client: pass rate, throughput
+    /// and recovery time per night (UTC date), and the night each finding or known bug was
+    /// first and last seen. Writes trends.html (or --out) and prints a summary, or --json.
     Trends(TrendsArgs),
     /// Start, inspect or stop a Pulsar cluster in Docker.
     #[command(subcommand)]
@@ -363,9 +364,12 @@ pub struct TrendsArgs {
     /// The results store to read: a SQLite file, or a postgres:// URL (default as for `run`).
     #[arg(long, env = "PULSAR_CHAOS_STORE", value_name = "PATH|URL")]
     pub store: Option<String>,
-    /// Print the trends as JSON (the HTML page is to come).
+    /// Print the trends as JSON instead of writing the HTML page.
     #[arg(long)]
     pub json: bool,
+    /// Where to write the HTML page (default: trends.html in the current directory).
+    #[arg(long, value_name = "PATH", conflicts_with = "json")]
+    pub out: Option<std::path::PathBuf>,
     /// Only this scenario (its name).
     #[arg(long)]
     pub scenario: Option<String>,

@@ -19,7 +19,8 @@
 //! - `timeline`: the SVG timeline of the run page;
 //! - `page`: the shell every page shares (head, CSS, cards, status colours);
 //! - `run_page`, `anomalies`, `faults`, `stuck`: the sections of `report.html`;
-//! - `index`: a soak's `index.html`; `matrix`: `matrix.html`; `junit`: JUnit XML.
+//! - `index`: a soak's `index.html`; `matrix`: `matrix.html`; `junit`: JUnit XML;
+//! - `trends`: `trends.html`, the results store's nights (`pulsar-chaos trends`).
 
 /// Append formatted text to a `String` (writing to a `String` cannot fail).
 macro_rules! w {
@@ -44,6 +45,7 @@ mod scan;
 mod shrink;
 mod stuck;
 mod timeline;
+pub mod trends;
 
 pub use buckets::BUCKETS;
 pub use index::{write_index, IndexRow};

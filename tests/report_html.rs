@@ -715,3 +715,152 @@ fn the_matrix_page_with_clients_renders_in_chromium() {
         let _ = std::fs::remove_dir_all(&work);
     }
 }
+
+/// `trends.html` from a real SQLite store filled through the library's store API: a section
+/// per scenario × version × client, a pass-rate point per night with its value, and each
+/// finding's first and last night, as Chromium parsed them; a screenshot of the page.
+#[test]
+fn the_trends_page_renders_in_chromium() {
+    use pulsar_chaos::results::{self, Filter, Record};
+    use pulsar_chaos::store::{Location, Store};
+    let work = tempdir("trends");
+    let groups = [
+        ("mixed", "4.2.4", "own"),
+        ("mixed", "4.0.7", "own"),
+        ("smoke", "4.2.4", "java 4.2.4"),
+    ];
+    let mut records = Vec::new();
+    for (g, (scenario, version, client)) in groups.iter().enumerate() {
+        for day in 1..=5u64 {
+            // Two runs a night; on 4.0.7 the second fails from the 3rd on.
+            for run in 0..2u64 {
+                let failed = *version == "4.0.7" && run == 1 && day >= 3;
+                let mut findings = Vec::new();
+                if failed {
+                    findings.push("lwm-abort-of-confirmed-commit".to_string());
+                }
+                if g == 2 && day == 2 && run == 0 {
+                    findings.push("apache/pulsar#24945".to_string());
+                }
+                records.push(Record {
+                    run_id: format!("{g}-{day}-{run}"),
+                    started_ms: results::parse_date(&format!("2026-11-{day:02}")).unwrap()
+                        + run * 3_600_000,
+                    source: "soak".into(),
+                    scenario: scenario.to_string(),
+                    scenario_hash: "abc".into(),
+                    seed: day * 10 + run,
+                    pulsar_version: version.to_string(),
+                    image: None,
+                    client: client.to_string(),
+                    harness_version: "0.1.0".into(),
+                    status: if failed { "violation" } else { "pass" }.into(),
+                    causes: vec![],
+                    expected: 40_000,
+                    received: 40_000,
+                    missing: 0,
+                    duplicate_values: 0,
+                    duplicate_copies: 0,
+                    unexpected: 0,
+                    ambiguous: 0,
+                    throughput: Some(9_000.0 + (day * 300 + run * 50 + g as u64 * 1000) as f64),
+                    recovery_ms: [
+                        ("broker_restart".to_string(), vec![4_000 + day * 500]),
+                        ("topic_unload".to_string(), vec![300 + day * 20]),
+                    ]
+                    .into_iter()
+                    .collect(),
+                    findings,
+                    run_dir: format!("/runs/{g}-{day}-{run}"),
+                });
+            }
+        }
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let stored = rt.block_on(async {
+        let mut s = Store::open(&Location::Sqlite(work.join("results.db")))
+            .await
+            .unwrap();
+        for r in &records {
+            s.insert(r, 0).await.unwrap();
+        }
+        let back = s.records().await.unwrap();
+        s.close().await;
+        back
+    });
+    assert_eq!(stored.len(), 30);
+    let page = work.join("trends.html");
+    let p = results::page(&stored, &Filter::default());
+    std::fs::write(&page, pulsar_chaos::report::trends::page(&p, "")).unwrap();
+    let shot = work.join("trends.png");
+    let ran = chromium(
+        &work,
+        &page,
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1400,1600".to_string(),
+        ],
+    );
+    let errors = page_errors(&ran.stderr);
+    assert!(errors.is_empty(), "the page logged errors: {errors:#?}");
+    let png = std::fs::read(&shot).expect("a screenshot");
+    assert!(png.len() > 10 * 1024, "only {} bytes", png.len());
+    let ran = chromium(&work, &page, &["--dump-dom".to_string()]);
+    let errors = page_errors(&ran.stderr);
+    assert!(errors.is_empty(), "the page logged errors: {errors:#?}");
+    let dom = ran.stdout;
+    assert_eq!(dom.matches("<section class=\"group\"").count(), 3, "{dom}");
+    for (scenario, version, client) in groups {
+        assert!(
+            dom.contains(&format!(
+                "data-scenario=\"{scenario}\" data-version=\"{version}\" data-client=\"{client}\""
+            )),
+            "no group for {scenario} {version} {client}"
+        );
+    }
+    // The 4.0.7 group's pass-rate chart: a point per night, 100% then 50%.
+    let g = &dom[dom.find("data-version=\"4.0.7\"").unwrap()..];
+    let chart = &g[g.find("<svg class=\"trend pass-rate\"").unwrap()..];
+    let chart = &chart[..chart.find("</svg>").unwrap()];
+    let points: Vec<(String, String)> = chart
+        .split("<circle class=\"pt\" data-date=\"")
+        .skip(1)
+        .map(|p| {
+            let date = p[..10].to_string();
+            let v = p.split("data-value=\"").nth(1).unwrap();
+            (date, v[..v.find('"').unwrap()].to_string())
+        })
+        .collect();
+    let want: Vec<(String, String)> = (1..=5)
+        .map(|d| {
+            (
+                format!("2026-11-{d:02}"),
+                if d >= 3 { "0.5" } else { "1" }.to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(points, want);
+    // Each group has its throughput line and a recovery line per fault kind.
+    assert_eq!(dom.matches("<svg class=\"trend throughput\"").count(), 3);
+    assert_eq!(dom.matches("data-series=\"broker_restart\"").count(), 3);
+    assert_eq!(dom.matches("data-series=\"topic_unload\"").count(), 3);
+    // Each finding with the night it was first and last seen.
+    assert!(
+        dom.contains("<tr class=\"finding\" data-finding=\"lwm-abort-of-confirmed-commit\"><td><code>lwm-abort-of-confirmed-commit</code></td><td class=\"first-seen\">2026-11-03</td><td class=\"last-seen\">2026-11-05</td><td class=\"num\">3</td>"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("<td class=\"first-seen\">2026-11-02</td><td class=\"last-seen\">2026-11-02</td><td class=\"num\">1</td><td>smoke</td>"),
+        "{dom}"
+    );
+    assert!(!dom.contains("<script"));
+    if keep() {
+        // The scratch directory goes when the test passes: the screenshot is copied out.
+        let kept = std::env::temp_dir().join("pc-report-html-trends.png");
+        std::fs::copy(&shot, &kept).unwrap();
+        eprintln!("trends screenshot: {}", kept.display());
+    }
+}

@@ -1,5 +1,6 @@
 //! `trends`: the results store read back, grouped per scenario × Pulsar version × client and
-//! per night (core `results::trends`).
+//! per night (core `results::trends`): `trends.html` (or `--out`) and a summary as text, or
+//! `--json`.
 
 use std::time::Duration;
 
@@ -74,16 +75,39 @@ pub async fn trends(args: TrendsArgs) -> Result<i32> {
     let mut s = Store::open(&loc).await?;
     let records = s.records().await?;
     s.close().await;
-    let t = results::trends(&records, &filter);
     if args.json {
+        let t = results::trends(&records, &filter);
         crate::outln!(
             "{}",
             serde_json::to_string_pretty(&t).expect("trends serialize")
         );
-    } else {
-        crate::out!("{}", text(&t));
+        return Ok(exit::PASS);
     }
+    let p = results::page(&records, &filter);
+    let html = crate::report::trends::page(&p, &filters_text(&args));
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| std::path::PathBuf::from("trends.html"));
+    std::fs::write(&out, html).map_err(Error::io(format!("write {}", out.display())))?;
+    crate::out!("{}", text(&p.trends));
+    crate::outln!("trends page: {}", out.display());
     Ok(exit::PASS)
+}
+
+/// The filters given, in words, for the page's summary ("" when none).
+pub fn filters_text(args: &TrendsArgs) -> String {
+    let mut parts = Vec::new();
+    if let Some(s) = &args.scenario {
+        parts.push(format!("scenario {s}"));
+    }
+    if let Some(v) = &args.version {
+        parts.push(format!("Pulsar {v}"));
+    }
+    if let Some(s) = &args.since {
+        parts.push(format!("since {s}"));
+    }
+    parts.join(", ")
 }
 
 #[cfg(test)]

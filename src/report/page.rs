@@ -63,6 +63,10 @@ tr:target{background:#fff8c5}
 .chart{border:1px solid var(--line);border-radius:8px;padding:8px 8px 4px}
 .side-by-side{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:16px}
 svg.timeline{display:block}
+svg.trend{display:block}
+svg .trend-line{fill:none;stroke-width:1.8;stroke-linejoin:round}
+.group{margin-top:8px}
+table.nights{width:auto;margin-top:8px}
 svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","Liberation Sans",Arial,sans-serif}
 svg .plot{fill:#fbfcfd;stroke:#d0d7de}
 svg .grid{stroke:#e3e7eb;stroke-width:1}

@@ -37,7 +37,7 @@ pub(super) fn fault_colour(kind: &str) -> &'static str {
 }
 
 /// A number that draws nicely as SVG coordinate text.
-fn px(v: f64) -> String {
+pub(super) fn px(v: f64) -> String {
     let r = (v * 10.0).round() / 10.0;
     if r == r.trunc() {
         format!("{}", r as i64)

@@ -314,3 +314,14 @@ fn a_path_with_url_characters_is_opened_as_that_path() {
     drop(open(&db).unwrap());
     assert!(db.is_file(), "{}", db.display());
 }
+
+#[path = "../../tests/support/store_checks.rs"]
+mod shared_checks;
+
+/// The checks `tests/store_pg.rs` runs on PostgreSQL, here on SQLite files.
+#[test]
+fn the_backend_checks_pass_on_sqlite() {
+    let d = scratch("checks");
+    let dir = d.to_path_buf();
+    shared_checks::all(&mut |name| dir.join(format!("{name}/results.db")).display().to_string());
+}

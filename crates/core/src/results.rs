@@ -1,13 +1,18 @@
 //! The results store's data, decided here and stored by the root crate's `store`: one
 //! [`Record`] per finished run (what it ran, what it found), the findings and known bugs a
 //! verdict names, and [`trends`]: the records grouped per scenario × Pulsar version × client
-//! and per night (UTC date), with the night each finding was first and last seen.
+//! and per night (UTC date), with the night each finding was first and last seen; and
+//! [`page`], the lines the trends page plots.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
 use crate::checker::Verdict;
+
+pub mod chart;
+
+pub use chart::{page, Lines, Page, Point};
 
 /// One run as the store keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -186,3 +186,71 @@ fn a_verdict_names_its_known_bugs_and_findings() {
     );
     assert_eq!((r.ambiguous, r.expected, r.received), (2, 3000, 3000));
 }
+
+#[test]
+fn the_page_has_a_line_per_group_with_a_point_per_night() {
+    let mut a = rec("smoke", "4.2.4", "2026-12-01", 1, "pass");
+    a.throughput = Some(300.0);
+    a.recovery_ms
+        .insert("broker_restart".into(), vec![1200, 800, 5000]);
+    let mut b = rec("smoke", "4.2.4", "2026-12-01", 2, "violation");
+    b.throughput = Some(100.0);
+    b.recovery_ms.insert("broker_restart".into(), vec![900]);
+    let mut c = rec("smoke", "4.2.4", "2026-12-04", 2, "pass");
+    c.throughput = None;
+    c.recovery_ms.insert("topic_unload".into(), vec![40]);
+    let d = rec("smoke", "4.0.7", "2026-12-02", 0, "pass");
+    let p = page(&[c, a, b, d], &Filter::default());
+    assert_eq!(p.lines.len(), p.trends.groups.len());
+    assert_eq!(p.trends.groups[1].pulsar_version, "4.2.4");
+    let l = &p.lines[1];
+    assert_eq!(l.first_night_ms, parse_date("2026-12-01").unwrap());
+    assert_eq!(l.last_night_ms, parse_date("2026-12-04").unwrap());
+    let rates: Vec<(&str, f64, u64)> = l
+        .pass_rate
+        .iter()
+        .map(|p| (p.date.as_str(), p.value, p.n))
+        .collect();
+    assert_eq!(rates, [("2026-12-01", 0.5, 2), ("2026-12-04", 1.0, 1)]);
+    // The lower median of the night's runs; a night without a figure has no point.
+    let tp: Vec<(&str, f64, u64)> = l
+        .throughput
+        .iter()
+        .map(|p| (p.date.as_str(), p.value, p.n))
+        .collect();
+    assert_eq!(tp, [("2026-12-01", 100.0, 2)]);
+    let br = &l.recovery_ms["broker_restart"];
+    assert_eq!((br.len(), br[0].value, br[0].n), (1, 900.0, 4));
+    assert_eq!(l.recovery_ms["topic_unload"][0].date, "2026-12-04");
+    // Calendar spacing: the 4th is the end, the 2nd a third of the way.
+    assert_eq!(l.x(parse_date("2026-12-04").unwrap()), 1.0);
+    assert!((l.x(parse_date("2026-12-02").unwrap()) - 1.0 / 3.0).abs() < 1e-9);
+    // A group of one night sits in the middle.
+    assert_eq!(p.lines[0].x(p.lines[0].first_night_ms), 0.5);
+    // The filter applies to the lines as to the groups.
+    let f = Filter {
+        version: Some("4.0.7".into()),
+        ..Filter::default()
+    };
+    let p = page(&[rec("smoke", "4.2.4", "2026-12-01", 1, "pass")], &f);
+    assert!(p.lines.is_empty() && p.trends.groups.is_empty());
+}
+
+#[test]
+fn axes_end_on_a_round_number() {
+    use super::chart::nice_ceiling;
+    for (max, want) in [
+        (0.0, 1.0),
+        (f64::NAN, 1.0),
+        (1.0, 1.0),
+        (0.9, 1.0),
+        (1.2, 2.0),
+        (356.5, 500.0),
+        (1000.0, 1000.0),
+        (1001.0, 2000.0),
+        (4999.0, 5000.0),
+        (0.03, 0.05),
+    ] {
+        assert_eq!(nice_ceiling(max), want, "{max}");
+    }
+}
