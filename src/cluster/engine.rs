@@ -406,11 +406,21 @@ impl Engine {
         }
     }
 
+    /// Freeze a container. Tried up to three times, 1 s then 2 s apart, while the engine
+    /// answers "unable to freeze" (runc, when the kernel's freezer does not settle on a loaded
+    /// machine: nothing is frozen then, and freezing is idempotent).
     pub async fn pause(&self, id: &str) -> Result<(), ClusterError> {
-        self.docker
-            .pause_container(id)
-            .await
-            .map_err(docker_err(format!("pause container {id}")))
+        let mut attempt = 1;
+        loop {
+            match self.docker.pause_container(id).await {
+                Ok(()) => return Ok(()),
+                Err(e) if attempt < 3 && describe(&e).contains("unable to freeze") => {
+                    tokio::time::sleep(std::time::Duration::from_secs(attempt)).await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(docker_err(format!("pause container {id}"))(e)),
+            }
+        }
     }
 
     pub async fn unpause(&self, id: &str) -> Result<(), ClusterError> {

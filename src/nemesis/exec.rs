@@ -69,6 +69,9 @@ impl Ran {
 /// Run one command through the adapter's shell, within its timeout. The command runs in a
 /// process group of its own; at the timeout the whole group is killed (the shell's children
 /// too: a `kubectl` or `ssh` left running could still apply the fault after its heal).
+/// How many times a pause's command is run before its fault fails (see `inject`).
+const PAUSE_TRIES: u32 = 3;
+
 pub async fn run_command(shell: &[String], timeout: Duration, command: &str) -> Ran {
     let started = Instant::now();
     let mut cmd = tokio::process::Command::new(&shell[0]);
@@ -300,41 +303,73 @@ impl ExecPlatform {
             heal,
             ..
         } = self.filled(nem, f, target)?;
-        let change = nem.journal(Change::Exec {
-            adapter: self.adapter_path.clone(),
-            node: found.name.clone(),
-            heal: heal.clone().unwrap_or_default(),
-            shell: self.adapter.shell.clone(),
-        })?;
-        let ran = run_command(&self.adapter.shell, self.adapter.timeout, &inject).await;
-        if !ran.ok() {
+        // A pause is tried again when its command failed and was undone: freezing a node
+        // is idempotent, and an engine may refuse it for a moment (runc's "unable to freeze"
+        // while the kernel's freezer does not settle, seen once on a loaded machine).
+        let tries = if matches!(f.kind, FaultKind::Pause { .. }) {
+            PAUSE_TRIES
+        } else {
+            1
+        };
+        let mut earlier: Vec<String> = Vec::new();
+        for attempt in 1..=tries {
+            let change = nem.journal(Change::Exec {
+                adapter: self.adapter_path.clone(),
+                node: found.name.clone(),
+                heal: heal.clone().unwrap_or_default(),
+                shell: self.adapter.shell.clone(),
+            })?;
+            let ran = run_command(&self.adapter.shell, self.adapter.timeout, &inject).await;
+            if ran.ok() {
+                let mut detail = ran.describe();
+                if !earlier.is_empty() {
+                    detail.push_str(&format!(
+                        " (applied on try {attempt}; before: {})",
+                        earlier.join("; ")
+                    ));
+                }
+                return Ok(Applied {
+                    target: target.label.clone(),
+                    action: inject,
+                    detail,
+                    node: None,
+                    found: Some(found),
+                    changes: vec![change],
+                });
+            }
             // Undo whatever half of it took. The journal keeps the heal if that fails too, or
             // if the inject never finished (it may still have acted).
             let mut reason = ran.describe();
-            match &heal {
+            let undone = match &heal {
                 Some(h) => {
                     let undo = run_command(&self.adapter.shell, self.adapter.timeout, h).await;
                     reason.push_str(&format!("; undo `{h}`: {}", undo.describe()));
-                    if undo.ok() && ran.status.is_some() {
+                    let undone = undo.ok() && ran.status.is_some();
+                    if undone {
                         nem.journal_healed(change.0);
                     }
+                    undone
                 }
-                None if ran.status.is_some() => nem.journal_healed(change.0),
-                None => {}
+                None if ran.status.is_some() => {
+                    nem.journal_healed(change.0);
+                    true
+                }
+                None => false,
+            };
+            if attempt < tries && undone {
+                earlier.push(format!("try {attempt}: {reason}"));
+                tokio::time::sleep(Duration::from_secs(u64::from(attempt))).await;
+                continue;
+            }
+            if !earlier.is_empty() {
+                reason.push_str(&format!(" (try {attempt}; before: {})", earlier.join("; ")));
             }
             return Err(NemesisError::Action {
                 action: inject,
                 reason,
             });
         }
-        Ok(Applied {
-            target: target.label.clone(),
-            action: inject,
-            detail: ran.describe(),
-            node: None,
-            found: Some(found),
-            changes: vec![change],
-        })
+        unreachable!("the loop returns on its last try")
     }
 
     pub async fn heal(
