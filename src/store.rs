@@ -23,7 +23,7 @@ use crate::cli::StoreArgs;
 use crate::exit;
 use crate::results::Record;
 
-pub use read::{read_record, Source};
+pub use read::{read_record, scenario_hash, Source};
 
 /// The environment variable that names the store when `--store` does not.
 pub const ENV: &str = "PULSAR_CHAOS_STORE";
