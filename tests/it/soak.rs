@@ -213,8 +213,8 @@ fn progress_without_a_terminal_is_plain_lines_and_json_streams_events() {
 /// Issue 35: a soak compares its iterations with the results store's earlier nights. Three
 /// fabricated passing nights of the same scenario, version and client, each much faster than
 /// this machine, then one planted failure: "newly failing" is the summary's first line, the
-/// slower throughput follows, summary.json and the JUnit suite carry both, and the exit code
-/// is the violation's (1) even with --fail-on-regression.
+/// new cause (`sabotage`) and the slower throughput follow, summary.json and the JUnit suite
+/// carry them, and the exit code is the violation's (1) even with --fail-on-regression.
 #[test]
 fn a_soak_names_its_regressions_against_the_stores_earlier_nights_first() {
     use pulsar_chaos::results::Record;
@@ -291,7 +291,7 @@ fn a_soak_names_its_regressions_against_the_stores_earlier_nights_first() {
     let mut lines = out.lines();
     assert_eq!(
         lines.next(),
-        Some("REGRESSIONS: 2 (compared with 6 earlier record(s) in the results store)"),
+        Some("REGRESSIONS: 3 (compared with 6 earlier record(s) in the results store)"),
         "{out}"
     );
     let first = lines.next().unwrap();
@@ -299,6 +299,13 @@ fn a_soak_names_its_regressions_against_the_stores_earlier_nights_first() {
         first.starts_with("  newly failing: soak-regress (")
             && first.contains("passed on each of the previous 3 night(s)")
             && first.ends_with("now 1 of 1 iteration(s) did not pass (violation 1)"),
+        "{out}"
+    );
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .starts_with("  new cause: sabotage in 1 iteration(s) of soak-regress"),
         "{out}"
     );
     assert!(
@@ -314,7 +321,8 @@ fn a_soak_names_its_regressions_against_the_stores_earlier_nights_first() {
     let r = &summary["regressions"];
     assert_eq!(r["compared"], true, "{r}");
     assert_eq!(r["regressions"][0]["kind"], "newly_failing", "{r}");
-    assert_eq!(r["regressions"][1]["kind"], "lower_throughput", "{r}");
+    assert_eq!(r["regressions"][1]["kind"], "new_cause", "{r}");
+    assert_eq!(r["regressions"][2]["kind"], "lower_throughput", "{r}");
     let failing_dir = r["regressions"][0]["run_dirs"][0].as_str().unwrap();
     assert!(
         std::path::Path::new(failing_dir)
@@ -330,7 +338,7 @@ fn a_soak_names_its_regressions_against_the_stores_earlier_nights_first() {
             .and_then(|n| n.attribute("value"))
             .map(String::from)
     };
-    assert_eq!(prop("regressions").as_deref(), Some("2"), "{xml}");
+    assert_eq!(prop("regressions").as_deref(), Some("3"), "{xml}");
     assert!(
         prop("regression.1")
             .unwrap()
