@@ -291,6 +291,23 @@ pub struct SoakArgs {
     /// Stop after this many iterations even if time is left.
     #[arg(long)]
     pub max_iterations: Option<u64>,
+    /// Check the scenario and options, print the soak's plan (the first iteration's faults,
+    /// the store, the regression settings) and start nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// A failure is a regression when the scenario passed on each of this many previous
+    /// nights in the results store (docs/nightly.md).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    pub regression_nights: u64,
+    /// A recovery time or throughput is a regression beyond median ± K spreads of the
+    /// previous nights' values (docs/nightly.md).
+    #[arg(long, default_value_t = 3.0, value_name = "K")]
+    pub regression_spread: f64,
+    /// Exit 9 when every iteration passed but a regression is named (a recovery time or
+    /// throughput beyond the usual spread); without it such a soak exits 0. A failing
+    /// iteration's own code wins either way.
+    #[arg(long)]
+    pub fail_on_regression: bool,
     #[command(flatten)]
     pub external: ExternalArgs,
     #[command(flatten)]

@@ -2,7 +2,8 @@
 //! producer under chaos. See ARCHITECTURE.md for the map.
 
 pub use pulsar_chaos_core::{
-    brokerlog, checker, clients, exit, matrix, plan, policy, readlog, results, stall, versions,
+    brokerlog, checker, clients, exit, matrix, plan, policy, readlog, regress, results, stall,
+    versions,
 };
 
 /// `println!` on standard output that never panics: see [`term::out`].

@@ -49,7 +49,7 @@ pub mod trends;
 
 pub use buckets::BUCKETS;
 pub use index::{write_index, IndexRow};
-pub use junit::{write_junit, Case};
+pub use junit::{write_junit, write_junit_with, Case};
 pub use run_page::write_html;
 pub use shrink::write_shrink;
 

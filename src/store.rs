@@ -23,7 +23,7 @@ use crate::cli::StoreArgs;
 use crate::exit;
 use crate::results::Record;
 
-pub use read::{read_record, Source};
+pub use read::{read_record, scenario_hash, Source};
 
 /// The environment variable that names the store when `--store` does not.
 pub const ENV: &str = "PULSAR_CHAOS_STORE";
@@ -470,15 +470,27 @@ pub async fn record_or_report(
     run_dir: &Path,
     source: Source,
 ) -> Option<i32> {
-    let s = store.as_mut()?;
+    try_record(store, run_dir, source).await.err()
+}
+
+/// [`record_or_report`], keeping the record: `Ok(None)` without a store, `Err(code)` when
+/// recording failed (said on stderr).
+pub async fn try_record(
+    store: &mut Option<Store>,
+    run_dir: &Path,
+    source: Source,
+) -> Result<Option<Record>, i32> {
+    let Some(s) = store.as_mut() else {
+        return Ok(None);
+    };
     match record(s, run_dir, source).await {
-        Ok(_) => None,
+        Ok(r) => Ok(Some(r)),
         Err(e) => {
             crate::errln!(
                 "error: {e} (the run directory {} is complete)",
                 run_dir.display()
             );
-            Some(e.exit_code())
+            Err(e.exit_code())
         }
     }
 }

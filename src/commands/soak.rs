@@ -1,6 +1,9 @@
 //! `soak`: run a scenario again and again on one cluster (re-created if it breaks), each
 //! iteration with a seed derived from the master seed and a topic of its own, until the time
-//! is up. Passing run directories beyond the last K are pruned; failing ones are kept.
+//! is up. Passing run directories beyond the last K are pruned; failing ones are kept. At the
+//! end its iterations are compared with the results store's earlier nights (core `regress`)
+//! and the regressions named come first in the summary, in summary.json and in the JUnit
+//! suite's properties.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +17,9 @@ use crate::cli::SoakArgs;
 use crate::cluster::{Cluster, NodeDown};
 use crate::error::{Error, Result};
 use crate::exit;
+use crate::regress::{self, Comparison};
 use crate::report::{self, Case, IndexRow};
+use crate::results::Record;
 use crate::runner::{self, KeptCluster, Request, Reuse};
 use crate::scenario::{self, ClusterSpec};
 use crate::store::{self, Source};
@@ -77,11 +82,24 @@ pub struct Summary {
     /// under faults).
     pub iterations_without_faults: u64,
     pub interrupted: bool,
+    /// The regressions named against the results store (issue 35), most severe first.
+    pub regressions: Comparison,
     pub runs: Vec<Iteration>,
 }
 
 impl Summary {
-    /// The exit code: the most severe outcome.
+    /// The exit code with `--fail-on-regression` or without: a failing iteration's code, else
+    /// with the flag `REGRESSION` when a regression is named, else pass.
+    pub fn exit_code_with(&self, fail_on_regression: bool) -> i32 {
+        match self.exit_code() {
+            exit::PASS if fail_on_regression && !self.regressions.regressions.is_empty() => {
+                exit::REGRESSION
+            }
+            code => code,
+        }
+    }
+
+    /// The exit code of the iterations: the most severe outcome.
     pub fn exit_code(&self) -> i32 {
         if self.violations > 0 {
             exit::VIOLATION
@@ -96,9 +114,9 @@ impl Summary {
         }
     }
 
-    /// The summary table, for people.
+    /// The summary table, for people: the regressions first.
     pub fn table(&self) -> String {
-        let mut t = String::new();
+        let mut t = self.regressions.text();
         t.push_str(&format!(
             "soak of {} (master seed {}): {} iteration(s) in {:.0}s{}\n",
             self.scenario,
@@ -289,9 +307,154 @@ fn write_outputs(dir: &Path, summary: &Summary, junit: Option<&Path>) -> Result<
                 }),
             })
             .collect();
-        report::write_junit(j, &summary.scenario, &cases)?;
+        report::write_junit_with(
+            j,
+            &summary.scenario,
+            &cases,
+            &junit_properties(&summary.regressions),
+        )?;
     }
     Ok(())
+}
+
+/// The JUnit suite's properties: `regressions` (how many, or why none were compared) and one
+/// `regression.N` per regression, most severe first.
+fn junit_properties(c: &Comparison) -> Vec<(String, String)> {
+    let head = if c.compared {
+        c.regressions.len().to_string()
+    } else {
+        format!("not compared: {}", c.notes.join("; "))
+    };
+    let mut p = vec![("regressions".to_string(), head)];
+    for (i, r) in c.regressions.iter().enumerate() {
+        let kind = serde_json::to_value(r.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
+        p.push((
+            format!("regression.{}", i + 1),
+            format!("{kind}: {}", r.message),
+        ));
+    }
+    p
+}
+
+/// The comparison settings of the command line.
+fn regression_settings(args: &SoakArgs) -> Result<regress::Settings> {
+    if !(args.regression_spread.is_finite() && args.regression_spread > 0.0) {
+        return Err(Error::Usage(format!(
+            "--regression-spread {}: give a positive number of spreads (e.g. 3)",
+            args.regression_spread
+        )));
+    }
+    Ok(regress::Settings {
+        nights: args.regression_nights as usize,
+        spread_k: args.regression_spread,
+        ..regress::Settings::default()
+    })
+}
+
+/// What summary.json says until the soak ends and compares.
+const NOT_YET: &str = "compared when the soak ends";
+
+/// What there is to say without a store.
+const NO_STORE: &str = "--no-store: there is no results store to compare with";
+
+/// The soak's records compared with the store's; a store that cannot be read is said on
+/// stderr and gives its exit code.
+async fn compare_with_store(
+    store: &mut Option<store::Store>,
+    current: &[Record],
+    started_ms: u64,
+    settings: regress::Settings,
+) -> (Comparison, Option<i32>) {
+    let Some(s) = store.as_mut() else {
+        return (Comparison::not_compared(settings, NO_STORE), None);
+    };
+    match s.records().await {
+        Ok(all) => (regress::compare(current, &all, started_ms, &settings), None),
+        Err(e) => {
+            crate::errln!("error: {e} (no regressions compared; the soak's files are complete)");
+            let why = format!("the results store could not be read: {e}");
+            (
+                Comparison::not_compared(settings, &why),
+                Some(e.exit_code()),
+            )
+        }
+    }
+}
+
+/// `soak --dry-run`: what the soak would do, having checked the scenario, the options and the
+/// store's location; nothing is started, created or opened.
+fn dry_run(
+    args: &SoakArgs,
+    s: &scenario::Scenario,
+    master: u64,
+    settings: &regress::Settings,
+) -> Result<String> {
+    let mut t = format!(
+        "dry run of soak {} for {}{}: master seed {master}; nothing is started, created or recorded
+",
+        s.name,
+        humantime::format_duration(args.duration),
+        args.max_iterations
+            .map(|m| format!(" or {m} iteration(s)"))
+            .unwrap_or_default()
+    );
+    let cluster = match &s.cluster {
+        ClusterSpec::Docker(d) => format!(
+            "Pulsar {}, topology {}, one cluster for every iteration (re-created if it breaks)",
+            d.pulsar_version,
+            format!("{:?}", d.topology).to_lowercase()
+        ),
+        ClusterSpec::External { service_url, .. } => {
+            format!("the running cluster at {service_url}")
+        }
+    };
+    t.push_str(&format!(
+        "cluster: {cluster}
+"
+    ));
+    t.push_str(&format!(
+        "directory: {}/soak-{}-<id> (keeps the last {} passing iteration(s) and every failing one){}
+",
+        args.out.display(),
+        s.name,
+        args.keep_passing,
+        args.junit
+            .as_ref()
+            .map(|j| format!("; JUnit to {}", j.display()))
+            .unwrap_or_default()
+    ));
+    match store::location(&args.store)? {
+        Some(loc) => t.push_str(&format!(
+            "results store: {} (each iteration recorded; regressions: a failure after {} passing night(s), a new finding or cause, a recovery time or throughput beyond median ± {} spreads; {})
+",
+            loc.display(),
+            settings.nights,
+            settings.spread_k,
+            if args.fail_on_regression {
+                "--fail-on-regression: exit 9 on a regression when every iteration passed"
+            } else {
+                "a regression alone does not change the exit code"
+            }
+        )),
+        None => t.push_str(&format!("results store: none ({NO_STORE})
+")),
+    }
+    let first = crate::seed::iteration_seed(master, 1);
+    t.push_str(&format!(
+        "iteration 1, seed {first}:
+"
+    ));
+    let plan = runner::plan_commands(s, first, None)?;
+    for l in plan.lines() {
+        t.push_str(&format!(
+            "  {l}
+"
+        ));
+    }
+    Ok(t)
 }
 
 /// The scenario of the soak, at `--pulsar-version` if given, on `--service-url` if given, with
@@ -360,7 +523,22 @@ fn iteration_request(
 
 impl Summary {
     /// A summary with nothing counted yet.
+    #[cfg(test)]
     fn empty(scenario: String, master_seed: u64, started_ms: u64) -> Summary {
+        Summary::empty_with(
+            scenario,
+            master_seed,
+            started_ms,
+            regress::Settings::default(),
+        )
+    }
+
+    fn empty_with(
+        scenario: String,
+        master_seed: u64,
+        started_ms: u64,
+        settings: regress::Settings,
+    ) -> Summary {
         Summary {
             scenario,
             master_seed,
@@ -378,6 +556,7 @@ impl Summary {
             faults_fired: 0,
             iterations_without_faults: 0,
             interrupted: false,
+            regressions: Comparison::not_compared(settings, NOT_YET),
             runs: Vec::new(),
         }
     }
@@ -502,9 +681,15 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
     let s = load_scenario(&args)?;
     // A cluster the harness did not start: refused once, here, not in every iteration.
     crate::runner::check_external(&s)?;
+    let settings = regression_settings(&args)?;
+    let master = crate::seed::given_or_drawn(args.seed.or(s.seed));
+    if args.dry_run {
+        crate::out!("{}", dry_run(&args, &s, master, &settings)?);
+        return Ok(exit::PASS);
+    }
     let mut store = store::open_for(&args.store).await?;
     let mut store_failed = None;
-    let master = crate::seed::given_or_drawn(args.seed.or(s.seed));
+    let mut records: Vec<Record> = Vec::new();
     let soak_id = crate::rundir::new_run_id();
     let dir = args.out.join(format!("soak-{}-{}", s.name, soak_id));
     std::fs::create_dir_all(&dir).map_err(Error::io(format!("create {}", dir.display())))?;
@@ -516,7 +701,7 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
     );
     let started = Instant::now();
     let started_ms = crate::rundir::now_ms();
-    let mut summary = Summary::empty(s.name.clone(), master, started_ms);
+    let mut summary = Summary::empty_with(s.name.clone(), master, started_ms, settings.clone());
     // One cluster for every iteration.
     let mut kept = match &s.cluster {
         ClusterSpec::Docker(spec) => Some(KeptCluster::new(
@@ -554,9 +739,10 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
             match runner::run(req).await {
                 Ok(o) => {
                     // Before `record_outcome`, which may prune this directory.
-                    store_failed = store::record_or_report(&mut store, &o.run_dir, Source::Soak)
-                        .await
-                        .or(store_failed);
+                    match store::try_record(&mut store, &o.run_dir, Source::Soak).await {
+                        Ok(r) => records.extend(r),
+                        Err(code) => store_failed = store_failed.or(Some(code)),
+                    }
                     let failed =
                         record_outcome(&mut summary, &o, i, seed, reproduce, args.keep_passing)
                             .await;
@@ -592,6 +778,10 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
     if crate::lifecycle::is_stopping() {
         summary.interrupted = true;
     }
+    let (comparison, read_failed) =
+        compare_with_store(&mut store, &records, started_ms, settings).await;
+    summary.regressions = comparison;
+    store_failed = store_failed.or(read_failed);
     write_outputs(&dir, &summary, args.junit.as_deref())?;
     crate::outln!("{}", summary.table());
     crate::outln!(
@@ -602,7 +792,10 @@ pub async fn soak(args: SoakArgs) -> Result<i32> {
     if summary.interrupted {
         return Err(Error::Interrupted);
     }
-    Ok(store::exit_with(summary.exit_code(), store_failed))
+    Ok(store::exit_with(
+        summary.exit_code_with(args.fail_on_regression),
+        store_failed,
+    ))
 }
 
 #[cfg(test)]
@@ -787,6 +980,7 @@ mod tests {
             faults_fired: 0,
             iterations_without_faults: 0,
             interrupted: false,
+            regressions: Comparison::not_compared(regress::Settings::default(), NO_STORE),
             runs: vec![it(1, "pass", None), it(2, "violation", None)],
         };
         assert_eq!(s.exit_code(), exit::PASS);
@@ -862,5 +1056,136 @@ mod tests {
         let mut quiet = Summary::empty("s".into(), 1, 0);
         quiet.runs = vec![it(1, "pass", None)];
         assert!(!quiet.table().contains("planned faults fired"));
+    }
+
+    /// Issue 35: the regressions come first in the summary, their exit code is the failing
+    /// iteration's or, when every iteration passed, 9 only with --fail-on-regression, and the
+    /// JUnit suite carries them as properties.
+    #[test]
+    fn regressions_print_first_set_the_exit_code_and_become_junit_properties() {
+        let reg = |kind| regress::Regression {
+            kind,
+            scenario: "s".into(),
+            scenario_hash: "h".into(),
+            pulsar_version: "4.2.4".into(),
+            client: "own".into(),
+            subject: "throughput".into(),
+            message: "throughput of s: median 10 msg/s now".into(),
+            run_dirs: vec![],
+            now: Some(10.0),
+            usual: None,
+        };
+        let mut s = Summary::empty("s".into(), 1, 0);
+        s.iterations = 1;
+        s.passes = 1;
+        s.runs = vec![it(1, "pass", None)];
+        s.regressions = Comparison {
+            compared: true,
+            settings: regress::Settings::default(),
+            previous_records: 7,
+            regressions: vec![reg(regress::Kind::LowerThroughput)],
+            notes: vec![],
+        };
+        let t = s.table();
+        assert!(
+            t.starts_with("REGRESSIONS: 1 (compared with 7 earlier record(s) in the results store)\n  throughput of s: median 10 msg/s now\nsoak of s"),
+            "{t}"
+        );
+        assert_eq!(s.exit_code_with(false), exit::PASS);
+        assert_eq!(s.exit_code_with(true), exit::REGRESSION);
+        s.violations = 1;
+        assert_eq!(s.exit_code_with(true), exit::VIOLATION);
+        assert_eq!(s.exit_code_with(false), exit::VIOLATION);
+        let p = junit_properties(&s.regressions);
+        assert_eq!(p[0], ("regressions".to_string(), "1".to_string()));
+        assert_eq!(
+            p[1],
+            (
+                "regression.1".to_string(),
+                "lower_throughput: throughput of s: median 10 msg/s now".to_string()
+            )
+        );
+        let j = serde_json::to_value(&s).unwrap();
+        assert_eq!(
+            j["regressions"]["regressions"][0]["kind"],
+            "lower_throughput"
+        );
+        // Without a store: said first, and in the JUnit file.
+        s.regressions = Comparison::not_compared(regress::Settings::default(), NO_STORE);
+        assert!(s.table().starts_with(
+            "regressions: not compared (--no-store: there is no results store to compare with)\nsoak of s"
+        ));
+        assert_eq!(
+            junit_properties(&s.regressions),
+            vec![(
+                "regressions".to_string(),
+                format!("not compared: {NO_STORE}")
+            )]
+        );
+    }
+
+    #[test]
+    fn the_dry_run_checks_the_options_and_prints_the_plan() {
+        use clap::Parser;
+        let dir = crate::scratch::Scratch::new("pc-soak-dry");
+        let path = dir.join("s.yaml");
+        std::fs::write(
+            &path,
+            "name: s\nworkload: { topic: persistent://public/default/s, messages: 10 }\nfaults:\n  - kind: topic_unload\n    schedule: { at: [1s] }\n",
+        )
+        .unwrap();
+        let parse = |extra: &[&str]| {
+            let mut argv = vec![
+                "pulsar-chaos",
+                "soak",
+                path.to_str().unwrap(),
+                "--duration",
+                "1h",
+            ];
+            argv.extend_from_slice(extra);
+            let crate::cli::Command::Soak(args) = crate::cli::Cli::parse_from(argv).command else {
+                panic!("not soak")
+            };
+            args
+        };
+        let args = parse(&[
+            "--store",
+            "/x/r.db",
+            "--max-iterations",
+            "4",
+            "--fail-on-regression",
+        ]);
+        let s = load_scenario(&args).unwrap();
+        let t = dry_run(&args, &s, 7, &regression_settings(&args).unwrap()).unwrap();
+        assert!(
+            t.starts_with("dry run of soak s for 1h or 4 iteration(s): master seed 7"),
+            "{t}"
+        );
+        assert!(t.contains("results store: /x/r.db (each iteration recorded; regressions: a failure after 3 passing night(s)"), "{t}");
+        assert!(t.contains("--fail-on-regression: exit 9"), "{t}");
+        assert!(
+            t.contains(&format!(
+                "iteration 1, seed {}:",
+                crate::seed::iteration_seed(7, 1)
+            )),
+            "{t}"
+        );
+        assert!(t.contains("topic_unload"), "{t}");
+        let t = dry_run(
+            &parse(&["--no-store"]),
+            &s,
+            7,
+            &regress::Settings::default(),
+        )
+        .unwrap();
+        assert!(
+            t.contains(&format!("results store: none ({NO_STORE})")),
+            "{t}"
+        );
+        let bad = parse(&["--regression-spread", "0"]);
+        assert_eq!(
+            regression_settings(&bad).unwrap_err().exit_code(),
+            exit::BAD_INPUT
+        );
     }
 }

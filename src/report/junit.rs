@@ -3,7 +3,9 @@
 //! verdict's status, message = its summary, text = seed, reproduce command and run
 //! directory) for each that did not pass; when the run was given its plan, the properties
 //! `faults_planned` and `faults_fired` and, if faults were planned, a `<system-out>` saying
-//! how many fired and which did not. Written by the `quick-junit` crate, which escapes
+//! how many fired and which did not. `soak` adds properties to the test suite: `regressions`
+//! (how many, or `not compared: why`) and `regression.1`, `regression.2`, ... (each one's kind
+//! and line, most severe first). Written by the `quick-junit` crate, which escapes
 //! the markup and strips ANSI colour codes and the C0 control characters but the newline; the
 //! characters it leaves that XML 1.0 forbids (U+FFFE, U+FFFF) are taken out here, so text
 //! quoted from broker logs cannot make the file unreadable. Tabs and carriage returns, which
@@ -31,8 +33,18 @@ pub struct Case {
 
 /// Write a JUnit XML file with one test suite.
 pub fn write_junit(path: &Path, suite: &str, cases: &[Case]) -> Result<()> {
+    write_junit_with(path, suite, cases, &[])
+}
+
+/// [`write_junit`] with properties of the test suite (`soak`: the regressions named).
+pub fn write_junit_with(
+    path: &Path,
+    suite: &str,
+    cases: &[Case],
+    properties: &[(String, String)],
+) -> Result<()> {
     let context = format!("write {}", path.display());
-    let xml = junit_xml(suite, cases)
+    let xml = junit_xml(suite, cases, properties)
         .map_err(|e| Error::io(context.clone())(std::io::Error::other(e.to_string())))?;
     std::fs::write(path, xml).map_err(Error::io(context))
 }
@@ -41,8 +53,12 @@ pub fn write_junit(path: &Path, suite: &str, cases: &[Case]) -> Result<()> {
 fn junit_xml(
     suite: &str,
     cases: &[Case],
+    properties: &[(String, String)],
 ) -> std::result::Result<String, quick_junit::SerializeError> {
     let mut s = TestSuite::new(xml_text(suite));
+    for (name, value) in properties {
+        s.add_property(Property::new(xml_text(name), xml_text(value)));
+    }
     let mut total = Duration::ZERO;
     for c in cases {
         let status = match &c.failure {

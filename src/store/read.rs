@@ -31,6 +31,13 @@ impl Source {
     }
 }
 
+/// The content hash a record keeps of a run's resolved `scenario.yaml`: SHA-256, hex, the
+/// first 16 digits.
+pub fn scenario_hash(resolved_yaml: &[u8]) -> String {
+    let hash = Sha256::digest(resolved_yaml);
+    hash[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// The record of a finished run directory. A missing or damaged `run.json` is an error (the
 /// run's identity is in it); a run without `verdict.json` is recorded with status `none`.
 pub fn read_record(run_dir: &Path, source: Source) -> Result<Record, StoreError> {
@@ -44,8 +51,7 @@ pub fn read_record(run_dir: &Path, source: Source) -> Result<Record, StoreError>
     let info: RunInfo = crate::rundir::parse_json(&dir.join("run.json"), &info_bytes)
         .map_err(|e| fail(e.to_string()))?;
     let scenario_text = read("scenario.yaml").unwrap_or_default();
-    let hash = Sha256::digest(&scenario_text);
-    let scenario_hash: String = hash[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let scenario_hash = scenario_hash(&scenario_text);
     let pulsar_version = std::str::from_utf8(&scenario_text)
         .ok()
         .and_then(|t| crate::scenario::parse("scenario.yaml", t).ok())

@@ -209,3 +209,148 @@ fn progress_without_a_terminal_is_plain_lines_and_json_streams_events() {
     assert!(events.iter().any(|e| e["event"] == "txn_outcome"));
     assert!(events.iter().any(|e| e["event"] == "producer_finished"));
 }
+
+/// Issue 35: a soak compares its iterations with the results store's earlier nights. Three
+/// fabricated passing nights of the same scenario, version and client, each much faster than
+/// this machine, then one planted failure: "newly failing" is the summary's first line, the
+/// new cause (`sabotage`) and the slower throughput follow, summary.json and the JUnit suite
+/// carry them, and the exit code is the violation's (1) even with --fail-on-regression.
+#[test]
+fn a_soak_names_its_regressions_against_the_stores_earlier_nights_first() {
+    use pulsar_chaos::results::Record;
+    use pulsar_chaos::store::{scenario_hash, Location, Store};
+    let dir = tmpdir("soak-regress");
+    let scenario = small_scenario(&dir, "soak-regress", "sabotage: { skip: [7] }\n");
+    let store_path = dir.join("results.db");
+    let s = pulsar_chaos::scenario::load(&scenario).unwrap();
+    let pulsar_chaos::scenario::ClusterSpec::Docker(d) = &s.cluster else {
+        panic!("a standalone")
+    };
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let earlier = |night: u64, i: u64| Record {
+        run_id: format!("earlier-{night}-{i}"),
+        started_ms: now_ms - night * 86_400_000,
+        source: "soak".into(),
+        scenario: "soak-regress".into(),
+        scenario_hash: scenario_hash(s.resolved_yaml().as_bytes()),
+        seed: i,
+        pulsar_version: d.pulsar_version.clone(),
+        image: None,
+        client: "own".into(),
+        harness_version: "0.1.0".into(),
+        status: "pass".into(),
+        causes: vec![],
+        expected: 3000,
+        received: 3000,
+        missing: 0,
+        duplicate_values: 0,
+        duplicate_copies: 0,
+        unexpected: 0,
+        ambiguous: 0,
+        throughput: Some(1_000_000.0),
+        recovery_ms: Default::default(),
+        findings: vec![],
+        run_dir: format!("/nowhere/{night}/{i}"),
+    };
+    rt().block_on(async {
+        let mut store = Store::open(&Location::Sqlite(store_path.clone()))
+            .await
+            .unwrap();
+        for night in 1..=3 {
+            for i in 0..2 {
+                store.insert(&earlier(night, i), now_ms).await.unwrap();
+            }
+        }
+        store.close().await;
+    });
+    let junit = dir.join("junit.xml");
+    let o = run(&[
+        "soak",
+        scenario.to_str().unwrap(),
+        "--duration",
+        "20m",
+        "--max-iterations",
+        "1",
+        "--seed",
+        "5",
+        "--out",
+        dir.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+        "--progress",
+        "none",
+        "--store",
+        store_path.to_str().unwrap(),
+        "--fail-on-regression",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let mut lines = out.lines();
+    assert_eq!(
+        lines.next(),
+        Some("REGRESSIONS: 3 (compared with 6 earlier record(s) in the results store)"),
+        "{out}"
+    );
+    let first = lines.next().unwrap();
+    assert!(
+        first.starts_with("  newly failing: soak-regress (")
+            && first.contains("passed on each of the previous 3 night(s)")
+            && first.ends_with("now 1 of 1 iteration(s) did not pass (violation 1)"),
+        "{out}"
+    );
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .starts_with("  new cause: sabotage in 1 iteration(s) of soak-regress"),
+        "{out}"
+    );
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .starts_with("  throughput of soak-regress"),
+        "{out}"
+    );
+    let sd = soak_dir(&out);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sd.join("summary.json")).unwrap()).unwrap();
+    let r = &summary["regressions"];
+    assert_eq!(r["compared"], true, "{r}");
+    assert_eq!(r["regressions"][0]["kind"], "newly_failing", "{r}");
+    assert_eq!(r["regressions"][1]["kind"], "new_cause", "{r}");
+    assert_eq!(r["regressions"][2]["kind"], "lower_throughput", "{r}");
+    let failing_dir = r["regressions"][0]["run_dirs"][0].as_str().unwrap();
+    assert!(
+        std::path::Path::new(failing_dir)
+            .join("verdict.json")
+            .is_file(),
+        "{r}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let prop = |name: &str| {
+        doc.descendants()
+            .find(|n| n.has_tag_name("property") && n.attribute("name") == Some(name))
+            .and_then(|n| n.attribute("value"))
+            .map(String::from)
+    };
+    assert_eq!(prop("regressions").as_deref(), Some("3"), "{xml}");
+    assert!(
+        prop("regression.1")
+            .unwrap()
+            .starts_with("newly_failing: newly failing: soak-regress"),
+        "{xml}"
+    );
+    // The soak's own iteration is in the store now: 7 records.
+    let n = rt().block_on(async {
+        let mut store = Store::open(&Location::Sqlite(store_path.clone()))
+            .await
+            .unwrap();
+        store.records().await.unwrap().len()
+    });
+    assert_eq!(n, 7);
+}

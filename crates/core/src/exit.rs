@@ -27,6 +27,10 @@ pub const STUCK: i32 = 7;
 /// `verify` without `--history`: the topic is not exactly [0, N), and with no producer history
 /// the cause cannot be known (it may be the writing application's, not Pulsar's).
 pub const MISMATCH: i32 = 8;
+/// `soak --fail-on-regression`: every iteration passed, but the results store names a
+/// regression (a recovery time or throughput beyond the usual spread; a new finding or cause in
+/// a passing run). A soak with a failing iteration exits with that iteration's code instead.
+pub const REGRESSION: i32 = 9;
 /// Interrupted by Ctrl-C / SIGTERM (after cleanup). 128 + SIGINT, as shells report it.
 pub const INTERRUPTED: i32 = 130;
 
@@ -62,6 +66,10 @@ pub const ALL: &[(i32, &str)] = &[
     (
         MISMATCH,
         "mismatch: `verify` without --history found the topic not exactly [0, N)",
+    ),
+    (
+        REGRESSION,
+        "regression: soak --fail-on-regression passed but the store names a regression",
     ),
     (INTERRUPTED, "interrupted (Ctrl-C / SIGTERM), after cleanup"),
 ];

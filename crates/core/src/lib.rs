@@ -16,6 +16,7 @@ pub mod matrix;
 pub mod plan;
 pub mod policy;
 pub mod readlog;
+pub mod regress;
 pub mod results;
 pub mod scenario;
 pub mod seed;
