@@ -4,8 +4,9 @@
 
 use std::time::Duration;
 
+use super::exec;
 use super::journal::{self, Change};
-use super::{exec, NFT_TABLE};
+use super::packet_loss::NFT_TABLE;
 use crate::cluster::engine::Engine;
 use crate::cluster::{self, ClusterError};
 

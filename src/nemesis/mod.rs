@@ -2,15 +2,32 @@
 //! container is journaled on disk before it is changed ([`journal`]), so a crash of the
 //! harness leaves nothing `pulsar-chaos clean` cannot undo. Only labelled containers are
 //! touched.
+//!
+//! This file holds the shared types and the dispatch from a fault's kind to its injector;
+//! [`target`] resolves a fault's target when it fires; one file per injector: `restart`,
+//! `pause`, `packet_loss`, `unload`, `consumer` (`consumer_restart`), `reply_loss` (and its
+//! proxy); `exec` runs every destructive fault through an exec adapter instead; `heal` undoes
+//! what the journal still holds.
 
 mod consumer;
 pub mod exec;
 mod heal;
 pub mod journal;
+mod packet_loss;
+mod pause;
 pub mod reply_loss;
 mod restart;
+mod target;
+mod unload;
 
 pub use heal::{heal_matching, heal_outstanding, heal_run};
+pub use packet_loss::{
+    netem_loss_script, netem_unavailable, nft_loss_script, LossMethod, PacketLoss,
+};
+pub use pause::Pause;
+pub use reply_loss::ReplyLoss;
+pub use restart::Restart;
+pub use unload::{unload_call, Unload};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -19,10 +36,9 @@ use std::time::Duration;
 use journal::Change;
 
 use crate::admin::Admin;
-use crate::cluster::{Cluster, ClusterError, Node, Role};
-use crate::plan::{PlannedFault, PlannedTarget};
-use crate::scenario::{FaultKind, RestartMode, UnloadScope};
-use crate::txn::coordinator::TC_ASSIGN_TOPIC;
+use crate::cluster::{Cluster, ClusterError, Node};
+use crate::plan::PlannedFault;
+use crate::scenario::FaultKind;
 
 /// Errors of injecting or healing a fault.
 #[derive(Debug, thiserror::Error)]
@@ -81,13 +97,6 @@ pub struct Healed {
     pub detail: String,
 }
 
-/// Which mechanism a packet-loss fault used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LossMethod {
-    Netem,
-    Nftables,
-}
-
 /// Context every injector gets: the Docker cluster the harness started, or an exec adapter
 /// on a cluster it did not start; the admin API for both.
 pub struct Nemesis {
@@ -122,23 +131,6 @@ pub trait Injector {
     ) -> Result<Applied, NemesisError>;
     async fn heal(&self, nem: &Nemesis, applied: &Applied) -> Result<Healed, NemesisError>;
 }
-
-/// broker_restart, bookie_restart, zookeeper_restart.
-pub struct Restart {
-    pub mode: RestartMode,
-}
-/// pause.
-pub struct Pause;
-/// packet_loss.
-pub struct PacketLoss {
-    pub percent: u8,
-}
-/// topic_unload.
-pub struct Unload {
-    pub scope: UnloadScope,
-}
-
-const NFT_TABLE: &str = "pulsar_chaos";
 
 impl Nemesis {
     pub fn new(
@@ -199,38 +191,6 @@ impl Nemesis {
             .filter(|_| crate::adapter::is_destructive(&f.kind))
     }
 
-    /// Arm and disarm `reply_loss` faults on this proxy.
-    pub fn with_reply_loss(mut self, proxy: Arc<reply_loss::ReplyLossProxy>) -> Nemesis {
-        self.reply_loss = Some(proxy);
-        self
-    }
-
-    /// Resolves when the fault has nothing more to do before its heal (a `reply_loss` count
-    /// used up); never for other faults.
-    pub async fn spent(&self, f: &PlannedFault) {
-        let rx = match (&f.kind, &self.reply_loss) {
-            (FaultKind::ReplyLoss { .. }, Some(p)) => p.spent(&f.name),
-            _ => None,
-        };
-        match rx {
-            Some(mut rx) => {
-                if rx.wait_for(|s| *s).await.is_err() {
-                    std::future::pending::<()>().await
-                }
-            }
-            None => std::future::pending::<()>().await,
-        }
-    }
-
-    fn proxy(&self) -> Result<&Arc<reply_loss::ReplyLossProxy>, NemesisError> {
-        self.reply_loss
-            .as_ref()
-            .ok_or_else(|| NemesisError::Action {
-                action: "arm the reply_loss proxy".into(),
-                reason: "the producer does not go through a proxy in this run".into(),
-            })
-    }
-
     fn run_id(&self) -> &str {
         &self.run_id
     }
@@ -244,104 +204,6 @@ impl Nemesis {
     fn journal_healed(&self, id: u64) {
         if let Err(e) = journal::healed(self.run_id(), id) {
             tracing::warn!("fault journal: {e}");
-        }
-    }
-
-    /// The container a planned target names now (owners are looked up at this moment).
-    pub async fn resolve(&self, target: &PlannedTarget) -> Result<(Node, String), NemesisError> {
-        let err = |reason: String| NemesisError::Target {
-            target: target.to_string(),
-            reason,
-        };
-        let broker_owning = |topic: String, what: String| async move {
-            let l = self
-                .admin
-                .lookup(&topic)
-                .await
-                .map_err(|e| err(e.to_string()))?;
-            let b = self.docker()?.broker_by_url(&l.broker_url).ok_or_else(|| {
-                err(format!(
-                    "{} is served by {}, which is not a broker of this run",
-                    topic, l.broker_url
-                ))
-            })?;
-            Ok::<_, NemesisError>((b.node.clone(), format!("broker-{} ({what})", b.index)))
-        };
-        match target {
-            PlannedTarget::Broker { index } => {
-                let b = self
-                    .docker()?
-                    .broker(*index)
-                    .ok_or_else(|| err(format!("no broker-{index}")))?;
-                Ok((b.node, format!("broker-{index}")))
-            }
-            PlannedTarget::OwnerOfTopic { partition } => {
-                let topic = match partition {
-                    Some(p) if self.partitions > 1 => format!("{}-partition-{p}", self.topic),
-                    _ => self.topic.clone(),
-                };
-                let what = match partition {
-                    Some(p) => format!("owns partition {p} of the topic"),
-                    None => "owns the topic".to_string(),
-                };
-                broker_owning(topic, what).await
-            }
-            PlannedTarget::CoordinatorOwner { coordinator } => {
-                broker_owning(
-                    format!("{TC_ASSIGN_TOPIC}-partition-{coordinator}"),
-                    format!("serves transaction coordinator {coordinator}"),
-                )
-                .await
-            }
-            PlannedTarget::Bookie { index } => {
-                let n = self
-                    .docker()?
-                    .node(Role::Bookie, *index)
-                    .ok_or_else(|| err(format!("no bookie-{index}")))?;
-                Ok((n.clone(), format!("bookie-{index}")))
-            }
-            PlannedTarget::Zookeeper => {
-                let n = self
-                    .docker()?
-                    .node(Role::Zookeeper, 1)
-                    .ok_or_else(|| err("no zookeeper in this topology".into()))?;
-                Ok((n.clone(), "zookeeper".into()))
-            }
-            PlannedTarget::Cluster | PlannedTarget::Consumer { .. } => {
-                Err(err(format!("{target} is not a container")))
-            }
-        }
-    }
-
-    /// Resolve a planned fault's target now (owners are looked up at this moment).
-    pub async fn prepare(&self, f: &PlannedFault) -> Result<Resolved, NemesisError> {
-        if let Some(ex) = self.exec_for(f) {
-            return ex.prepare(self, f).await;
-        }
-        match (&f.kind, &f.target) {
-            (FaultKind::ConsumerRestart { .. }, _) => consumer::resolve(f),
-            (FaultKind::ReplyLoss { .. }, _) => Ok(Resolved {
-                label: "the producer's connections (reply_loss proxy)".into(),
-                node: None,
-                pid: None,
-                found: None,
-            }),
-            (FaultKind::TopicUnload { .. }, _) | (_, PlannedTarget::Cluster) => Ok(Resolved {
-                label: "cluster (admin API)".into(),
-                node: None,
-                pid: None,
-                found: None,
-            }),
-            (_, t) => {
-                let (node, label) = self.resolve(t).await?;
-                let pid = self.docker()?.host_pid(&node).await;
-                Ok(Resolved {
-                    label,
-                    node: Some(node),
-                    pid,
-                    found: None,
-                })
-            }
         }
     }
 
@@ -368,24 +230,13 @@ impl Nemesis {
                 count,
                 probability,
                 duration,
-            } => {
-                let pick = match (count, probability) {
-                    (Some(n), _) => format!("the next {n}"),
-                    (None, Some(p)) => format!(
-                        "each with probability {p} (draws seeded {})",
-                        f.draw_seed.unwrap_or(0)
-                    ),
-                    (None, None) => "none".into(),
-                };
-                let until = match duration {
-                    Some(d) => format!("for {}ms", d.as_millis()),
-                    None => "until spent or the producer finishes".into(),
-                };
-                format!(
-                    "arm the proxy: drop {pick} {} replies to the producer and close each such connection, {until}",
-                    reply.command()
-                )
+            } => ReplyLoss {
+                reply: *reply,
+                count: *count,
+                probability: *probability,
+                duration: *duration,
             }
+            .intent(f),
         }
     }
 
@@ -422,32 +273,14 @@ impl Nemesis {
                 reply,
                 count,
                 probability,
-                ..
-            } => {
-                let pick =
-                    match (count, probability, f.draw_seed) {
-                        (Some(n), _, _) => reply_loss::Pick::Count(*n),
-                        (None, Some(p), Some(seed)) => reply_loss::Pick::Probability {
-                            p: *p,
-                            rng: crate::seed::Rng::new(seed),
-                        },
-                        _ => return Err(NemesisError::Action {
-                            action: "arm the reply_loss proxy".into(),
-                            reason:
-                                "the plan gives neither a count nor a probability with its draws"
-                                    .into(),
-                        }),
-                    };
-                self.proxy()?.arm(&f.name, *reply, pick);
-                Ok(Applied {
-                    target: target.label.clone(),
-                    action: format!("armed the proxy for {} replies", reply.command()),
-                    detail: self.intent(f, target),
-                    node: None,
-                    found: None,
-                    changes: Vec::new(),
-                })
+                duration,
+            } => ReplyLoss {
+                reply: *reply,
+                count: *count,
+                probability: *probability,
+                duration: *duration,
             }
+            .inject(self, f, target),
         }
     }
 
@@ -474,21 +307,18 @@ impl Nemesis {
                 .await
             }
             FaultKind::ConsumerRestart { .. } => consumer::heal(self, f),
-            FaultKind::ReplyLoss { reply, .. } => {
-                let d = self.proxy()?.disarm(&f.name);
-                Ok(Healed {
-                    action: "disarmed the proxy: every reply is forwarded again".into(),
-                    detail: match d {
-                        Some(d) => format!(
-                            "dropped {} of {} {} replies seen while armed",
-                            d.dropped,
-                            d.matched,
-                            reply.command()
-                        ),
-                        None => "was not armed".into(),
-                    },
-                })
+            FaultKind::ReplyLoss {
+                reply,
+                count,
+                probability,
+                duration,
+            } => ReplyLoss {
+                reply: *reply,
+                count: *count,
+                probability: *probability,
+                duration: *duration,
             }
+            .heal(self, f),
         }
     }
 
@@ -502,325 +332,9 @@ impl Nemesis {
     }
 }
 
-impl Injector for Pause {
-    fn intent(&self, f: &PlannedFault, target: &Resolved) -> String {
-        let name = target
-            .node
-            .as_ref()
-            .map(|n| n.name.clone())
-            .unwrap_or_default();
-        format!(
-            "docker pause {name}; after {}ms: docker unpause {name}",
-            f.hold().as_millis()
-        )
-    }
-
-    async fn inject(
-        &self,
-        nem: &Nemesis,
-        f: &PlannedFault,
-        target: &Resolved,
-    ) -> Result<Applied, NemesisError> {
-        let node = target.node()?;
-        let target = target.label.clone();
-        let change = nem.journal(Change::Paused {
-            container: node.id.clone(),
-        })?;
-        nem.docker()?.pause(&node).await?;
-        Ok(Applied {
-            target,
-            action: format!("docker pause {}", node.name),
-            detail: format!("frozen for {}ms", f.hold().as_millis()),
-            node: Some(node),
-            found: None,
-            changes: vec![change],
-        })
-    }
-
-    async fn heal(&self, nem: &Nemesis, a: &Applied) -> Result<Healed, NemesisError> {
-        let node = a.node.as_ref().expect("pauses have a node");
-        nem.docker()?.unpause(node).await?;
-        for (id, _) in &a.changes {
-            nem.journal_healed(*id);
-        }
-        Ok(Healed {
-            action: format!("docker unpause {}", node.name),
-            detail: String::new(),
-        })
-    }
-}
-
-/// The nft script that drops `percent`% of the packets leaving eth0 (as netem does on egress).
-pub fn nft_loss_script(percent: u8) -> String {
-    format!(
-        "nft add table inet {NFT_TABLE} && \
-         nft add chain inet {NFT_TABLE} out '{{ type filter hook output priority -150; policy accept; }}' && \
-         nft add rule inet {NFT_TABLE} out oifname eth0 numgen random mod 100 '<' {percent} drop"
-    )
-}
-
-pub fn netem_loss_script(percent: u8) -> String {
-    format!("tc qdisc add dev eth0 root netem loss {percent}%")
-}
-
-/// Whether tc's failure means "this kernel has no netem" (fall back to nftables).
-pub fn netem_unavailable(output: &str) -> bool {
-    let o = output.to_ascii_lowercase();
-    o.contains("specified qdisc kind is unknown")
-        || o.contains("unknown qdisc")
-        || o.contains("not supported")
-        || o.contains("no such file or directory")
-        || o.contains("not found")
-}
-
-impl Injector for PacketLoss {
-    fn intent(&self, f: &PlannedFault, target: &Resolved) -> String {
-        let name = target
-            .node
-            .as_ref()
-            .map(|n| n.name.clone())
-            .unwrap_or_default();
-        format!(
-            "drop {}% of the packets leaving eth0 of {name} for {}ms (tc netem, else nftables)",
-            self.percent,
-            f.hold().as_millis()
-        )
-    }
-
-    async fn inject(
-        &self,
-        nem: &Nemesis,
-        _f: &PlannedFault,
-        target: &Resolved,
-    ) -> Result<Applied, NemesisError> {
-        let node = target.node()?;
-        let target = target.label.clone();
-        if std::env::var("PULSAR_CHAOS_FORCE_NFT").is_err() {
-            let change = nem.journal(Change::Netem {
-                container: node.id.clone(),
-                tools_image: nem.tools_image.clone(),
-            })?;
-            let script = netem_loss_script(self.percent);
-            let (code, out) = nem
-                .docker()?
-                .exec_in_netns(&node, &nem.tools_image, &script)
-                .await?;
-            if code == 0 {
-                return Ok(Applied {
-                    target,
-                    action: format!("{script}  (in the network namespace of {})", node.name),
-                    detail: "method: tc netem".into(),
-                    node: Some(node),
-                    found: None,
-                    changes: vec![change],
-                });
-            }
-            nem.journal_healed(change.0);
-            if !netem_unavailable(&out) {
-                return Err(NemesisError::Action {
-                    action: script,
-                    reason: format!("exit {code}: {}", out.trim()),
-                });
-            }
-            tracing::info!(
-                "tc netem refused ({}); falling back to nftables",
-                out.trim()
-            );
-            return self
-                .inject_nft(
-                    nem,
-                    node,
-                    target,
-                    format!("method: nftables (tc netem refused: {})", out.trim()),
-                )
-                .await;
-        }
-        self.inject_nft(
-            nem,
-            node,
-            target,
-            "method: nftables (PULSAR_CHAOS_FORCE_NFT set)".into(),
-        )
-        .await
-    }
-
-    async fn heal(&self, nem: &Nemesis, a: &Applied) -> Result<Healed, NemesisError> {
-        let node = a.node.as_ref().expect("packet loss has a node");
-        let mut actions = Vec::new();
-        for (id, change) in &a.changes {
-            let script = match change {
-                Change::Netem { .. } => "tc qdisc del dev eth0 root".to_string(),
-                Change::Nft { .. } => format!("nft delete table inet {NFT_TABLE}"),
-                _ => continue,
-            };
-            let (code, out) = nem
-                .docker()?
-                .exec_in_netns(node, &nem.tools_image, &script)
-                .await?;
-            if code != 0 {
-                return Err(NemesisError::Action {
-                    action: script,
-                    reason: format!("exit {code}: {}", out.trim()),
-                });
-            }
-            nem.journal_healed(*id);
-            actions.push(script);
-        }
-        Ok(Healed {
-            action: format!(
-                "{}  (in the network namespace of {})",
-                actions.join("; "),
-                node.name
-            ),
-            detail: String::new(),
-        })
-    }
-}
-
-impl PacketLoss {
-    async fn inject_nft(
-        &self,
-        nem: &Nemesis,
-        node: Node,
-        target: String,
-        detail: String,
-    ) -> Result<Applied, NemesisError> {
-        let change = nem.journal(Change::Nft {
-            container: node.id.clone(),
-            tools_image: nem.tools_image.clone(),
-        })?;
-        let script = nft_loss_script(self.percent);
-        let (code, out) = nem
-            .docker()?
-            .exec_in_netns(&node, &nem.tools_image, &script)
-            .await?;
-        if code != 0 {
-            // Remove a half-made table; the journal entry stays for `clean` if that fails too.
-            let _ = nem
-                .docker()?
-                .exec_in_netns(
-                    &node,
-                    &nem.tools_image,
-                    &format!("nft delete table inet {NFT_TABLE}"),
-                )
-                .await;
-            nem.journal_healed(change.0);
-            return Err(NemesisError::Action {
-                action: script,
-                reason: format!("exit {code}: {}", out.trim()),
-            });
-        }
-        Ok(Applied {
-            target,
-            action: format!("{script}  (in the network namespace of {})", node.name),
-            detail,
-            node: Some(node),
-            found: None,
-            changes: vec![change],
-        })
-    }
-}
-
-impl Unload {
-    fn intent_with(&self, nem: &Nemesis) -> String {
-        unload_call(nem.admin.base(), &self.scope, &nem.topic)
-    }
-}
-
-/// The admin API call of an unload of `scope` (`topic`: the workload's), e.g.
-/// "PUT http://h:8080/admin/v2/persistent/public/default/t/unload".
-pub fn unload_call(admin_base: &str, scope: &UnloadScope, topic: &str) -> String {
-    match scope {
-        UnloadScope::WorkloadTopic => format!(
-            "PUT {admin_base}/admin/v2/{}/unload",
-            crate::admin::topic_path(topic)
-        ),
-        UnloadScope::Topic(t) => format!(
-            "PUT {admin_base}/admin/v2/{}/unload",
-            crate::admin::topic_path(t)
-        ),
-        UnloadScope::Namespace(ns) => format!("PUT {admin_base}/admin/v2/namespaces/{ns}/unload"),
-    }
-}
-
-impl Injector for Unload {
-    fn intent(&self, _f: &PlannedFault, _target: &Resolved) -> String {
-        "an unload through the admin API".into()
-    }
-
-    async fn inject(
-        &self,
-        nem: &Nemesis,
-        _f: &PlannedFault,
-        _target: &Resolved,
-    ) -> Result<Applied, NemesisError> {
-        let (action, result) = match &self.scope {
-            UnloadScope::WorkloadTopic => {
-                let path = crate::admin::topic_path(&nem.topic);
-                (
-                    format!("PUT {}/admin/v2/{path}/unload", nem.admin.base()),
-                    nem.admin.unload_topic(&nem.topic).await,
-                )
-            }
-            UnloadScope::Topic(t) => {
-                let path = crate::admin::topic_path(t);
-                (
-                    format!("PUT {}/admin/v2/{path}/unload", nem.admin.base()),
-                    nem.admin.unload_topic(t).await,
-                )
-            }
-            UnloadScope::Namespace(ns) => (
-                format!("PUT {}/admin/v2/namespaces/{ns}/unload", nem.admin.base()),
-                nem.admin.unload_namespace(ns).await,
-            ),
-        };
-        result.map_err(|e| NemesisError::Action {
-            action: action.clone(),
-            reason: e.to_string(),
-        })?;
-        Ok(Applied {
-            target: "cluster (admin API)".into(),
-            action,
-            detail: "the topic is loaded again on its next use".into(),
-            node: None,
-            found: None,
-            changes: Vec::new(),
-        })
-    }
-
-    async fn heal(&self, _nem: &Nemesis, _a: &Applied) -> Result<Healed, NemesisError> {
-        Ok(Healed {
-            action: "none (an unload needs no heal)".into(),
-            detail: String::new(),
-        })
-    }
-}
-
 /// Wait for `d`, unless it is zero.
 pub async fn hold(d: Duration) {
     if !d.is_zero() {
         tokio::time::sleep(d).await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loss_scripts() {
-        assert_eq!(
-            netem_loss_script(30),
-            "tc qdisc add dev eth0 root netem loss 30%"
-        );
-        let nft = nft_loss_script(60);
-        assert!(nft.contains("numgen random mod 100 '<' 60 drop"), "{nft}");
-        assert!(nft.contains("oifname eth0"), "{nft}");
-    }
-
-    #[test]
-    fn netem_refusals_are_recognised() {
-        assert!(netem_unavailable("Error: Specified qdisc kind is unknown."));
-        assert!(!netem_unavailable("RTNETLINK answers: File exists"));
     }
 }

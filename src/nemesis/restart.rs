@@ -6,10 +6,15 @@
 use std::time::Duration;
 
 use super::journal::Change;
-use super::{Applied, Healed, Injector, Nemesis, NemesisError, Resolved, Restart};
+use super::{Applied, Healed, Injector, Nemesis, NemesisError, Resolved};
 use crate::cluster::STOP_TIMEOUT;
 use crate::plan::PlannedFault;
 use crate::scenario::RestartMode;
+
+/// broker_restart, bookie_restart, zookeeper_restart.
+pub struct Restart {
+    pub mode: RestartMode,
+}
 
 impl Injector for Restart {
     fn intent(&self, f: &PlannedFault, target: &Resolved) -> String {

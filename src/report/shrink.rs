@@ -13,7 +13,7 @@ use super::timeline::timeline_svg;
 use crate::checker::Verdict;
 use crate::error::{Error, Result};
 use crate::rundir::RunInfo;
-use crate::shrink::{LogLine, Summary};
+use pulsar_chaos_core::shrink::{LogLine, Summary};
 
 /// One side of the comparison: a run directory's timeline and faults, when it can be read.
 struct Side {

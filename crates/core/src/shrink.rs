@@ -11,11 +11,13 @@
 //! ordinary loader accepts ([`to_yaml`] then `scenario::parse`).
 //!
 //! `pin` turns the plan into entries, `search` is the state machine, `lower` the halving step
-//! it uses for every number, `class` the verdict class a shrink preserves.
+//! it uses for every number, `class` the verdict class a shrink preserves, `outcome` what a
+//! shrink records (`log.jsonl`'s lines, `summary.json`).
 
 mod class;
 mod knob;
 mod lower;
+mod outcome;
 mod pin;
 mod search;
 #[cfg(test)]
@@ -23,6 +25,7 @@ mod test_support;
 
 pub use class::{cause_key, Anomaly, AnomalyKind, FailureClass};
 pub use knob::{Phase, AT_FLOOR, HOLD_FLOOR, MESSAGES_FLOOR};
+pub use outcome::{LogLine, Summary, Try};
 pub use pin::pin;
 pub use search::{Candidate, ShrinkError, Shrinker, Size};
 
