@@ -9,20 +9,9 @@ use crate::runner::{self, Request};
 use crate::scenario;
 use crate::store::{self, Source};
 
-/// The exit code for several verdicts: the most severe one (violation, then stuck, then
-/// inconclusive).
+/// The exit code for several verdicts: the most severe one (`exit::SEVERITY`).
 pub fn worst(statuses: &[Status]) -> i32 {
-    if statuses.contains(&Status::Violation) {
-        exit::VIOLATION
-    } else if statuses.contains(&Status::Mismatch) {
-        exit::MISMATCH
-    } else if statuses.contains(&Status::Stuck) {
-        exit::STUCK
-    } else if statuses.contains(&Status::Inconclusive) {
-        exit::INCONCLUSIVE
-    } else {
-        exit::PASS
-    }
+    exit::of_runs(statuses.iter().map(|s| exit::of_status(*s)), 0)
 }
 
 pub async fn replay(args: &crate::cli::ReplayArgs) -> Result<i32> {

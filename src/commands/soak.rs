@@ -99,19 +99,18 @@ impl Summary {
         }
     }
 
-    /// The exit code of the iterations: the most severe outcome.
+    /// The exit code of the iterations: the most severe outcome (`exit::of_runs`).
     pub fn exit_code(&self) -> i32 {
-        if self.violations > 0 {
-            exit::VIOLATION
-        } else if self.stuck > 0 {
-            exit::STUCK
-        } else if self.errors > 0 && self.passes + self.inconclusive == 0 {
-            exit::INFRASTRUCTURE
-        } else if self.inconclusive > 0 || self.errors > 0 {
-            exit::INCONCLUSIVE
-        } else {
-            exit::PASS
-        }
+        let verdicts = [
+            (exit::VIOLATION, self.violations),
+            (exit::STUCK, self.stuck),
+            (exit::INCONCLUSIVE, self.inconclusive),
+            (exit::PASS, self.passes),
+        ];
+        exit::of_runs(
+            verdicts.into_iter().filter(|(_, n)| *n > 0).map(|(c, _)| c),
+            self.errors,
+        )
     }
 
     /// The summary table, for people: the regressions first.

@@ -86,9 +86,42 @@ pub fn of_status(status: crate::checker::Status) -> i32 {
     }
 }
 
+/// The codes of a run's verdict, most severe first: a command that ends several runs with one
+/// code (replay, soak, matrix) ends with the first of these that any run had.
+pub const SEVERITY: &[i32] = &[VIOLATION, MISMATCH, STUCK, INCONCLUSIVE, PASS];
+
+/// The one code of several runs: the most severe of their verdicts' codes ([`SEVERITY`]);
+/// `errors` runs that ended without a verdict count as inconclusive, and make it an
+/// infrastructure failure when no run has a verdict at all. No run at all passes.
+pub fn of_runs(verdicts: impl IntoIterator<Item = i32>, errors: u64) -> i32 {
+    let codes: Vec<i32> = verdicts.into_iter().collect();
+    if codes.is_empty() && errors > 0 {
+        return INFRASTRUCTURE;
+    }
+    let inconclusive = (errors > 0).then_some(INCONCLUSIVE);
+    SEVERITY
+        .iter()
+        .copied()
+        .find(|s| codes.contains(s) || inconclusive == Some(*s))
+        .unwrap_or(PASS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn several_runs_end_with_the_most_severe_code() {
+        assert_eq!(of_runs([], 0), PASS);
+        assert_eq!(of_runs([PASS, PASS], 0), PASS);
+        assert_eq!(of_runs([PASS, INCONCLUSIVE, STUCK], 0), STUCK);
+        assert_eq!(of_runs([STUCK, MISMATCH], 0), MISMATCH);
+        assert_eq!(of_runs([MISMATCH, VIOLATION, PASS], 0), VIOLATION);
+        // A run without a verdict is inconclusive beside others, infrastructure alone.
+        assert_eq!(of_runs([PASS], 1), INCONCLUSIVE);
+        assert_eq!(of_runs([STUCK], 2), STUCK);
+        assert_eq!(of_runs([], 3), INFRASTRUCTURE);
+    }
 
     /// Every `pub const NAME: i32` of this file, read from its source: a code added without
     /// an entry in `ALL` fails here (and so cannot be missing from `--help`).

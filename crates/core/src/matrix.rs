@@ -29,6 +29,17 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The exit code of a run with this outcome; none for a run without a verdict.
+    pub fn code(self) -> Option<i32> {
+        match self {
+            Outcome::Pass => Some(exit::PASS),
+            Outcome::Violation => Some(exit::VIOLATION),
+            Outcome::Inconclusive | Outcome::Stalled => Some(exit::INCONCLUSIVE),
+            Outcome::Stuck => Some(exit::STUCK),
+            Outcome::Error => None,
+        }
+    }
+
     pub fn of(v: &Verdict) -> Outcome {
         match v.status {
             Status::Pass => Outcome::Pass,
@@ -372,18 +383,12 @@ impl Matrix {
     /// The exit code: the worst outcome of any run (violation, then stuck, then inconclusive,
     /// stalled or an error). Infrastructure only when no run produced a verdict at all.
     pub fn exit_code(&self) -> i32 {
-        let has = |o: Outcome| self.runs.iter().any(|r| r.outcome == o);
-        if self.runs.iter().all(|r| r.outcome == Outcome::Error) {
-            exit::INFRASTRUCTURE
-        } else if has(Outcome::Violation) {
-            exit::VIOLATION
-        } else if has(Outcome::Stuck) {
-            exit::STUCK
-        } else if has(Outcome::Inconclusive) || has(Outcome::Stalled) || has(Outcome::Error) {
-            exit::INCONCLUSIVE
-        } else {
-            exit::PASS
-        }
+        let errors = self
+            .runs
+            .iter()
+            .filter(|r| r.outcome == Outcome::Error)
+            .count() as u64;
+        exit::of_runs(self.runs.iter().filter_map(|r| r.outcome.code()), errors)
     }
 
     /// The table, for people.
