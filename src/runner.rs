@@ -120,8 +120,9 @@ pub fn reproduce_command(scenario_file: &Path, seed: u64) -> String {
 
 /// Run a scenario from the start.
 pub async fn run(req: Request) -> Result<Outcome> {
-    // A cluster the harness did not start takes destructive faults only when allowed.
-    env::check_external(&req.scenario)?;
+    // A cluster the harness did not start takes destructive faults only when allowed. Checked
+    // once: its adapter (loaded here) goes on to `bring_up`.
+    let adapter = env::check_external(&req.scenario)?;
     // The official client's driver is built before anything starts: a build that cannot
     // happen stops the run here, with no cluster started for nothing.
     let client = build_client(&req.scenario).await?;
@@ -136,7 +137,7 @@ pub async fn run(req: Request) -> Result<Outcome> {
     if req.announce_reproduce {
         crate::errln!("reproduce with: {reproduce}");
     }
-    let env = bring_up(&req, &run_id).await?;
+    let env = bring_up(&req, &run_id, adapter).await?;
     let topic = req.scenario.workload.topic_for_run(&run_id);
     let info = RunInfo {
         run_id: run_id.clone(),

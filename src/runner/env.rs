@@ -128,7 +128,13 @@ pub async fn external_platform(
     })
 }
 
-pub(super) async fn bring_up(req: &Request, run_id: &str) -> Result<Env> {
+/// The cluster of a run: the reused one, the external one (with `adapter`, what
+/// [`check_external`] found for it), or one started now.
+pub(super) async fn bring_up(
+    req: &Request,
+    run_id: &str,
+    adapter: Option<(Arc<Adapter>, String)>,
+) -> Result<Env> {
     if let Some(r) = &req.reuse {
         return Ok(Env {
             service_url: r.cluster.service_url.clone(),
@@ -146,7 +152,6 @@ pub(super) async fn bring_up(req: &Request, run_id: &str) -> Result<Env> {
             admin_url,
             ..
         } => {
-            let adapter = check_external(&req.scenario)?;
             let admin = Admin::new(admin_url);
             let deadline = Instant::now() + Duration::from_secs(60);
             crate::ready::probe_transactions(service_url, &admin, deadline)
