@@ -340,23 +340,21 @@ impl ExecPlatform {
             // Undo whatever half of it took. The journal keeps the heal if that fails too, or
             // if the inject never finished (it may still have acted).
             let mut reason = ran.describe();
-            let undone = match &heal {
+            match &heal {
                 Some(h) => {
                     let undo = run_command(&self.adapter.shell, self.adapter.timeout, h).await;
                     reason.push_str(&format!("; undo `{h}`: {}", undo.describe()));
-                    let undone = undo.ok() && ran.status.is_some();
-                    if undone {
+                    if undo.ok() && ran.status.is_some() {
                         nem.journal_healed(change.0);
                     }
-                    undone
                 }
-                None if ran.status.is_some() => {
-                    nem.journal_healed(change.0);
-                    true
-                }
-                None => false,
-            };
-            if attempt < tries && undone {
+                None if ran.status.is_some() => nem.journal_healed(change.0),
+                None => {}
+            }
+            // Tried again once the command has ended, whether or not the undo did (a pause
+            // that never took leaves nothing to unpause: Docker then says "is not paused";
+            // what the journal still holds is healed at the end of the run all the same).
+            if attempt < tries && ran.status.is_some() {
                 earlier.push(format!("try {attempt}: {reason}"));
                 tokio::time::sleep(Duration::from_secs(u64::from(attempt))).await;
                 continue;
