@@ -303,7 +303,7 @@ impl ExecPlatform {
             heal,
             ..
         } = self.filled(nem, f, target)?;
-        // A pause is tried again when its command failed and was undone: freezing a node
+        // A pause is tried again when its command failed: freezing a node
         // is idempotent, and an engine may refuse it for a moment (runc's "unable to freeze"
         // while the kernel's freezer does not settle, seen once on a loaded machine).
         let tries = if matches!(f.kind, FaultKind::Pause { .. }) {
