@@ -222,7 +222,10 @@ fn a_soak_names_its_regressions_against_the_stores_earlier_nights_first() {
     let dir = tmpdir("soak-regress");
     let scenario = small_scenario(&dir, "soak-regress", "sabotage: { skip: [7] }\n");
     let store_path = dir.join("results.db");
-    let s = pulsar_chaos::scenario::load(&scenario).unwrap();
+    // As the soak will load it: with the JVM setting the tests give their clusters (a
+    // different setting is a different scenario hash, so another group).
+    let mut s = pulsar_chaos::scenario::load(&scenario).unwrap();
+    s.set_jvm(it_jvm());
     let pulsar_chaos::scenario::ClusterSpec::Docker(d) = &s.cluster else {
         panic!("a standalone")
     };
