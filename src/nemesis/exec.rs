@@ -355,6 +355,10 @@ impl ExecPlatform {
             // that never took leaves nothing to unpause: Docker then says "is not paused";
             // what the journal still holds is healed at the end of the run all the same).
             if attempt < tries && ran.status.is_some() {
+                // The next try's journal entry holds the same heal for the same node: one is
+                // enough (a `clean --adapter` would otherwise run the unpause twice, and the
+                // second would fail on a container no longer paused).
+                nem.journal_healed(change.0);
                 earlier.push(format!("try {attempt}: {reason}"));
                 tokio::time::sleep(Duration::from_secs(u64::from(attempt))).await;
                 continue;

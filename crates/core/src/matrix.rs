@@ -383,6 +383,10 @@ impl Matrix {
     /// The exit code: the worst outcome of any run (violation, then stuck, then inconclusive,
     /// stalled or an error). Infrastructure only when no run produced a verdict at all.
     pub fn exit_code(&self) -> i32 {
+        // A matrix that ran nothing could not be carried out.
+        if self.runs.is_empty() {
+            return exit::INFRASTRUCTURE;
+        }
         let errors = self
             .runs
             .iter()
