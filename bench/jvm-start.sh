@@ -22,9 +22,16 @@ trap '[ -n "$run_id" ] && "$bin" cluster down --run "$run_id" >/dev/null 2>&1 ||
 cpu_of_run() {
   local total=0 id f
   for id in $(docker ps -aq --no-trunc --filter "label=pulsar-chaos.run=$1"); do
-    f=/sys/fs/cgroup/system.slice/docker-$id.scope/cpu.stat
-    [ -f "$f" ] || { echo "jvm-start: no cgroup file for $id (cgroup v2 with the systemd driver expected)" >&2; exit 1; }
-    total=$(( total + $(awk '/^usage_usec/ {print $2}' "$f") ))
+    # cgroup v2 (systemd or cgroupfs driver), the v2 half of a hybrid setup, or v1's cpuacct.
+    local usec=""
+    for f in /sys/fs/cgroup/system.slice/docker-$id.scope/cpu.stat /sys/fs/cgroup/docker/$id/cpu.stat /sys/fs/cgroup/unified/docker/$id/cpu.stat; do
+      [ -f "$f" ] && { usec=$(awk '/^usage_usec/ {print $2}' "$f"); break; }
+    done
+    if [ -z "$usec" ] && [ -f /sys/fs/cgroup/cpuacct/docker/$id/cpuacct.usage ]; then
+      usec=$(( $(cat /sys/fs/cgroup/cpuacct/docker/$id/cpuacct.usage) / 1000 ))
+    fi
+    [ -n "$usec" ] || { echo "jvm-start: no cgroup CPU figure for container $id" >&2; exit 1; }
+    total=$(( total + usec ))
   done
   echo "$total"
 }
