@@ -18,7 +18,10 @@ filter="${1:-}"
 lock="${IT_LOCK:-/tmp/it.lock}"
 out="bench/results/it-times-$(date -u +%Y%m%dT%H%M%SZ).tsv"
 mkdir -p bench/results
-bin=$(cargo test --release --locked --no-run --test it 2>&1 | sed -n 's/.*Executable tests\/it\/main.rs (\(.*\))/\1/p' | tail -1)
+cargo build --release --locked >&2
+bin=$(cargo test --release --locked --no-run --test it 2>&1 | sed -n 's/.*Executable \(tests\/\)\{0,1\}it\/main.rs (\(.*\))/\2/p' | tail -1)
+# The copy runs the checkout's binary, not one beside itself (tests/support/bin.rs).
+export PULSAR_CHAOS_TEST_BIN="$PWD/target/release/pulsar-chaos"
 [ -x "$bin" ] || { echo "it-times: no test binary found" >&2; exit 1; }
 copy=$(mktemp)
 trap 'rm -f "$copy"' EXIT

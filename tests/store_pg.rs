@@ -12,6 +12,8 @@ use std::process::{Command, Output};
 use pulsar_chaos::results::Record;
 use pulsar_chaos::store::{Location, Store, StoreError, SCHEMA_VERSION};
 
+#[path = "support/bin.rs"]
+mod bin;
 #[path = "support/store_checks.rs"]
 mod store_checks;
 
@@ -231,7 +233,7 @@ fn night(day: u32, hour: u64) -> u64 {
 }
 
 fn pulsar_chaos(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pulsar-chaos"))
+    Command::new(&*bin::BIN)
         .args(args)
         .current_dir(cwd)
         .env_remove("PULSAR_CHAOS_STORE")

@@ -247,6 +247,19 @@ pub fn on_path(tool: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// An exclusive lock on `path` (created if absent), held until the file is dropped. Waits,
+/// off the runtime's threads, while another process holds it: a build shared by concurrent
+/// runs (an image, a driver) happens once and the others find its result.
+pub async fn lock_exclusive(path: &Path) -> Result<std::fs::File, String> {
+    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    tokio::task::spawn_blocking(move || {
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).map(|()| file)
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| format!("lock {}: {e}", path.display()))
+}
+
 fn need(tool: &str, package: &str) -> Result<(), ClusterError> {
     if on_path(tool) {
         Ok(())
@@ -355,6 +368,17 @@ fn image_changes(version: &str) -> Vec<String> {
     ]
 }
 
+/// The image `tag` exists and was built from this binary's inputs for `version` (an image
+/// without the inputs label counts as up to date: one the user made).
+async fn up_to_date(engine: &Engine, tag: &str, version: &str) -> Result<bool, ClusterError> {
+    Ok(engine.image_labels(tag).await?.is_some_and(|labels| {
+        labels
+            .get(LABEL_IMAGE_INPUTS)
+            .map(|h| h == &inputs_hash(version))
+            .unwrap_or(true)
+    }))
+}
+
 /// Build the local image of a Pulsar version unless an image with the same inputs exists (or
 /// `force`).
 pub async fn build(
@@ -367,21 +391,14 @@ pub async fn build(
     let tag = local_image(version);
     let packages = debian_packages(version);
     let mut steps = Vec::new();
-    if !force {
-        if let Some(labels) = engine.image_labels(&tag).await? {
-            if labels
-                .get(LABEL_IMAGE_INPUTS)
-                .map(|h| h == &inputs_hash(version))
-                .unwrap_or(true)
-            {
-                return Ok(BuildReport {
-                    tag,
-                    skipped: true,
-                    steps,
-                    total: started.elapsed(),
-                });
-            }
-        }
+    let skipped = |steps| BuildReport {
+        tag: tag.clone(),
+        skipped: true,
+        steps,
+        total: started.elapsed(),
+    };
+    if !force && up_to_date(engine, &tag, version).await? {
+        return Ok(skipped(steps));
     }
     need("debootstrap", "debootstrap")?;
     need("mvn", "maven")?;
@@ -389,6 +406,14 @@ pub async fn build(
     let cache = cache_dir();
     std::fs::create_dir_all(&cache)
         .map_err(|e| build_err("cache")(format!("{}: {e}", cache.display())))?;
+    // One build at a time per cache (they share the root filesystem and the staging
+    // directory); one that waited finds the image another just built.
+    let _lock = lock_exclusive(&cache.join("build.lock"))
+        .await
+        .map_err(build_err("lock"))?;
+    if !force && up_to_date(engine, &tag, version).await? {
+        return Ok(skipped(steps));
+    }
 
     // 1. Root filesystem.
     let rootfs = ensure_rootfs(&cache, &packages, &mut steps).await?;
@@ -437,7 +462,7 @@ pub async fn build(
     let _ = std::fs::remove_dir_all(&stage);
     steps.push(("import".to_string(), t.elapsed()));
     Ok(BuildReport {
-        tag,
+        tag: tag.clone(),
         skipped: false,
         steps,
         total: started.elapsed(),
@@ -529,7 +554,24 @@ pub async fn engine_and_image(
     version: &str,
 ) -> Result<(Engine, String), ClusterError> {
     let engine = Engine::connect().await?;
-    let (img, source) = resolve(&engine, named, version).await?;
+    let (img, source) = match resolve(&engine, named, version).await {
+        // Neither the official image nor the local one: the local one is built on its first
+        // use (scripts/prepare builds only the default version's ahead).
+        Err(ClusterError::ImageMissing { .. }) if named.is_none() => {
+            crate::errln!(
+                "image: {} is not built yet: building it now (Debian packages and Maven Central jars, a few minutes the first time; `pulsar-chaos image build --pulsar-version {version}` does it ahead)",
+                local_image(version)
+            );
+            let built = build(&engine, version, false).await?;
+            crate::errln!(
+                "image: {} built in {:.0} s",
+                built.tag,
+                built.total.as_secs_f64()
+            );
+            resolve(&engine, named, version).await?
+        }
+        other => other?,
+    };
     match source {
         ImageSource::Local {
             official_unavailable,
@@ -545,6 +587,26 @@ pub async fn engine_and_image(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression guard for concurrent builds (they share the cache's staging directory): the
+    /// lock excludes every other holder until it is dropped.
+    #[tokio::test]
+    async fn a_build_lock_excludes_others_until_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("build.lock");
+        let held = lock_exclusive(&path).await.unwrap();
+        let other = std::fs::File::open(&path).unwrap();
+        let try_lock = |f: &std::fs::File| {
+            rustix::fs::flock(f, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+        };
+        assert_eq!(try_lock(&other), Err(rustix::io::Errno::WOULDBLOCK));
+        drop(held);
+        assert_eq!(try_lock(&other), Ok(()));
+        rustix::fs::flock(&other, rustix::fs::FlockOperation::Unlock).unwrap();
+        // Taken again by the next builder.
+        let _again = lock_exclusive(&path).await.unwrap();
+        assert_eq!(try_lock(&other), Err(rustix::io::Errno::WOULDBLOCK));
+    }
 
     #[test]
     fn the_tag_follows_the_version_and_the_inputs() {

@@ -137,14 +137,9 @@ pub async fn build(spec: &Spec) -> Result<Built, DriverError> {
     std::fs::create_dir_all(&dir).map_err(|e| err(format!("{}: {e}", dir.display())))?;
     // One build at a time per driver: a second run waits for the first's lock, then finds the
     // artifact.
-    let lock = std::fs::File::create(dir.join(".lock"))
-        .map_err(|e| err(format!("{}: {e}", dir.display())))?;
-    let locked = tokio::task::spawn_blocking(move || {
-        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).map(|()| lock)
-    })
-    .await
-    .map_err(|e| err(e.to_string()))?
-    .map_err(|e| err(format!("lock: {e}")))?;
+    let locked = crate::cluster::image::lock_exclusive(&dir.join(".lock"))
+        .await
+        .map_err(err)?;
     if !dir.join(artifact).is_file() {
         compile(spec, &dir, artifact).await.map_err(err)?;
     }

@@ -266,3 +266,78 @@ fn recheck_of_a_damaged_readback_is_bad_input_naming_the_file() {
         assert!(!t.contains("expected ident"), "{case}: {t}");
     }
 }
+
+/// The tests run the release binary of another package, which `cargo test -p
+/// pulsar-chaos-tests` does not rebuild: a binary older than any source of the harness is
+/// refused (`bin::BIN`), and a newer one is taken.
+#[test]
+fn a_binary_older_than_the_harness_sources_is_found_out() {
+    use std::time::{Duration, UNIX_EPOCH};
+    let root = tmpdir("stale-binary");
+    // Every file's time set, not taken from the clock: the check compares times.
+    let put = |path: &str, secs: u64| {
+        let p = root.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let f = std::fs::File::create(&p).unwrap();
+        f.set_modified(UNIX_EPOCH + Duration::from_secs(secs))
+            .unwrap();
+    };
+    let at = |secs: u64| UNIX_EPOCH + Duration::from_secs(secs);
+    put("src/main.rs", 1_000);
+    put("crates/core/src/deep/plan.rs", 2_000);
+    assert_eq!(
+        crate::bin::newer_source(&root, at(1_999)),
+        Some(root.join("crates/core/src/deep/plan.rs"))
+    );
+    assert_eq!(crate::bin::newer_source(&root, at(2_000)), None);
+    // Only Rust sources: a manifest cargo need not rebuild for, or a file that is not code,
+    // says nothing about the binary.
+    put("Cargo.toml", 3_000);
+    put("Cargo.lock", 3_000);
+    put("src/notes.txt", 3_000);
+    assert_eq!(crate::bin::newer_source(&root, at(2_000)), None);
+    put("src/cli.rs", 3_000);
+    assert_eq!(
+        crate::bin::newer_source(&root, at(2_000)),
+        Some(root.join("src/cli.rs"))
+    );
+    // This checkout's binary is what every other test runs: fresh, or they would all fail.
+    assert!(BIN.exists());
+}
+
+/// This package is the repository's `tests/` directory, so `CARGO_MANIFEST_DIR` is not the
+/// repository's root here: every test names a repository file through `repo()`
+/// (support/bin.rs). A scenario path built from the manifest directory would point into
+/// `tests/` and fail only when that test runs (found in a merged long test).
+#[test]
+fn the_tests_name_repository_files_through_repo() {
+    fn walk(dir: &std::path::Path, found: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, found);
+            } else if p.extension().is_some_and(|x| x == "rs")
+                && !p.ends_with("support/bin.rs")
+                && std::fs::read_to_string(&p)
+                    .unwrap()
+                    .contains(concat!("env!(\"CARGO_MANIFEST", "_DIR\")"))
+            {
+                found.push(p.display().to_string());
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for d in ["it", "long", "support"] {
+        walk(&repo("tests").join(d), &mut found);
+    }
+    for f in ["report_html.rs", "store_pg.rs"] {
+        let p = repo("tests").join(f);
+        if std::fs::read_to_string(&p)
+            .unwrap()
+            .contains(concat!("env!(\"CARGO_MANIFEST", "_DIR\")"))
+        {
+            found.push(p.display().to_string());
+        }
+    }
+    assert!(found.is_empty(), "use repo(\"...\") in {found:?}");
+}

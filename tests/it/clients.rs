@@ -492,10 +492,8 @@ fn client_keys_that_do_not_fit_exit_2_with_file_line_and_column() {
     assert!(text(&o).contains("one of own, java, go"), "{}", text(&o));
     // The override is checked as the file's keys are (one rule, `clients::misfit`): a
     // transform runs through every client.
-    let transform = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/scenarios/transform-smoke.yaml"
-    );
+    let transform = repo("scenarios/transform-smoke.yaml");
+    let transform = transform.to_str().unwrap();
     for client in ["java", "go"] {
         // Past the client's check, the dry run stops only for want of a cluster.
         let o = run(&["run", transform, "--client", client, "--dry-run"]);

@@ -14,13 +14,13 @@ use pulsar_chaos::cluster::engine::{Engine, LABEL_MANAGED, LABEL_RUN};
 use pulsar_chaos::cluster::{image, Cluster};
 use pulsar_chaos::scenario::{DockerCluster, Jvm, Topology};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_pulsar-chaos");
+pub use crate::bin::{repo, BIN};
 
 /// The binary, its results store (`PULSAR_CHAOS_STORE`) this test process's own under
 /// target/tmp: an integration test never writes to the user's store. A test that checks the
 /// store passes `--store` itself. Clusters it starts run [`it_jvm`]'s JVM setting.
 pub fn bin() -> Command {
-    let mut c = Command::new(BIN);
+    let mut c = Command::new(&*BIN);
     c.env("PULSAR_CHAOS_STORE", it_store());
     c.env(Jvm::ENV, it_jvm().name());
     c
@@ -236,7 +236,7 @@ pub fn shared_standalone() -> &'static TestCluster {
                 .args([
                     "-c",
                     "cat > /dev/null; exec \"$0\" cluster down --run \"$1\" > /dev/null 2>&1",
-                    BIN,
+                    BIN.to_str().unwrap(),
                     &tc.cluster.run_id,
                 ])
                 .stdin(std::process::Stdio::piped())

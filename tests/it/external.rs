@@ -16,10 +16,7 @@ use crate::common::*;
 
 /// examples/docker/adapter.yaml with the cluster's containers named and its tools image.
 fn docker_adapter(dir: &Path, tc: &TestCluster, tools: &str) -> PathBuf {
-    let example = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/docker/adapter.yaml"),
-    )
-    .unwrap();
+    let example = std::fs::read_to_string(repo("examples/docker/adapter.yaml")).unwrap();
     let mut nodes = String::from("nodes:\n");
     for n in &tc.cluster.nodes {
         if let (Some(ip), Role::Broker | Role::Bookie) = (&n.ip, n.role) {

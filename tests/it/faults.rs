@@ -462,11 +462,7 @@ fn sigkill_mid_fault_is_undone_by_clean() {
 #[test]
 fn the_naive_policy_under_coordinator_chaos_is_judged_and_attributed() {
     let dir = tmpdir("naive");
-    let text_of = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/scenarios/coordinator-chaos.yaml"
-    ))
-    .unwrap();
+    let text_of = std::fs::read_to_string(repo("scenarios/coordinator-chaos.yaml")).unwrap();
     let naive = text_of
         .replace("  resend: verify", "  resend: naive")
         .replace("messages: 200000", "messages: 120000");

@@ -1,6 +1,8 @@
 //! Integration tests: the command line, and end-to-end runs against a real Pulsar in Docker.
 //! Each Docker test makes its own cluster (its own run id, free ports) and removes it.
 
+#[path = "../support/bin.rs"]
+mod bin;
 mod common;
 #[path = "../support/scratch.rs"]
 mod scratch;

@@ -173,10 +173,7 @@ fn a_broker_kill_with_unloads_ends_in_a_complete_verdict_or_a_named_stuck_partit
     let dir = tmpdir("stuck-reads");
     // A cluster topology publishes no ports (its brokers are reached on their own addresses),
     // so the bundled file runs as it is.
-    let scenario = std::path::PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/scenarios/stuck-reads.yaml"
-    ));
+    let scenario = repo("scenarios/stuck-reads.yaml");
     let started = std::time::Instant::now();
     let o = run_scenario(&scenario, 1, &dir, &["--keep-cluster"]);
     let t = text(&o);

@@ -70,7 +70,7 @@ fn transform_smoke_passes_and_aborted_inputs_come_again() {
         let c = &tc.cluster;
         let admin = Admin::new(&c.admin_url);
 
-        let smoke = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/transform-smoke.yaml");
+        let smoke = repo("scenarios/transform-smoke.yaml");
         let rd = run_pass(&smoke, &dir, c);
         let topic = topic_of(&rd);
         assert_exactly_once(&c.service_url, &topic, 2000).await;
@@ -199,8 +199,7 @@ fn transform_consumer_restarts_pass() {
         let tc = shared_standalone();
         let c = &tc.cluster;
         let admin = Admin::new(&c.admin_url);
-        let s = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("scenarios/transform-consumer-restarts.yaml");
+        let s = repo("scenarios/transform-consumer-restarts.yaml");
         let rd = run_pass(&s, &dir, c);
         let topic = topic_of(&rd);
         assert_exactly_once(&c.service_url, &topic, 10_000).await;

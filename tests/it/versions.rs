@@ -65,8 +65,7 @@ fn the_matrix_tells_a_version_with_bug_24945_from_one_that_fixed_it() {
     let o = run(&["image", "build", "--pulsar-version", "4.2.4"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let dir = tmpdir("matrix-24945");
-    let scenario = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenarios/known-bugs/24945-bookie-restart-stall.yaml");
+    let scenario = repo("scenarios/known-bugs/24945-bookie-restart-stall.yaml");
     let k = 1u64;
     let o = run(&[
         "matrix",
@@ -173,8 +172,7 @@ fn the_matrix_tells_a_version_with_bug_24945_from_one_that_fixed_it() {
 
 #[test]
 fn the_matrix_refuses_bad_versions_before_anything_starts() {
-    let scenario = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenarios/known-bugs/24945-bookie-restart-stall.yaml");
+    let scenario = repo("scenarios/known-bugs/24945-bookie-restart-stall.yaml");
     let o = run(&[
         "matrix",
         scenario.to_str().unwrap(),
@@ -191,7 +189,7 @@ fn the_matrix_refuses_bad_versions_before_anything_starts() {
 /// exit 2 before anything starts (no matrix directory is made).
 #[test]
 fn the_matrix_refuses_bad_clients_before_anything_starts() {
-    let scenario = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/smoke.yaml");
+    let scenario = repo("scenarios/smoke.yaml");
     let dir = tmpdir("matrix-bad-client");
     let o = run(&[
         "matrix",
