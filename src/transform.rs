@@ -47,7 +47,7 @@ use tokio::time::Instant;
 use crate::admin::Admin;
 use crate::history::{EventBody, History};
 use crate::journal::Journal;
-use crate::scenario::{SubscriptionType, TransformFunction};
+use crate::scenario::{ConflictProbe, SubscriptionType, TransformFunction};
 use crate::txn::coordinator::Coordinators;
 use crate::txn::producer::PartitionProducer;
 use crate::txn::{partition_names, Client, Producers, TxnError};
@@ -87,6 +87,8 @@ pub struct Config {
     pub consumers: u32,
     pub sub_type: SubscriptionType,
     pub function: TransformFunction,
+    /// What the conflict probe's transaction does after its ACK (`workload.conflict_probe`).
+    pub conflict_probe: ConflictProbe,
     pub message_size: usize,
     pub abort_every: Option<u32>,
     pub txn_timeout: Duration,

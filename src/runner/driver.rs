@@ -135,6 +135,7 @@ pub(super) async fn start_transform(s: TransformStart<'_>) -> Result<Driver> {
         consumers: t.consumers,
         sub_type: t.subscription_type,
         function: t.function,
+        conflict_probe: t.conflict_probe,
         message_size: w.message_size,
         abort_every: w.abort_every,
         txn_timeout: w.txn_timeout,

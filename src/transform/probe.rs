@@ -5,31 +5,33 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use pulsar::message::proto::{MessageIdData, ServerError, TxnAction};
+use pulsar::message::proto::{ServerError, TxnAction};
 use tokio::time::Instant;
 
 use crate::admin::Admin;
 use crate::checker::PartitionBacklog;
-use crate::history::{EventBody, ProbeOutcome, TxnId};
-use crate::scenario::transform::SUBSCRIPTION;
+use crate::history::{EventBody, Outcome, ProbeOutcome, TxnId};
+use crate::scenario::transform::{ConflictProbe, SUBSCRIPTION};
 use crate::txn::consumer::{classify_ack, AckAnswer, AckKind};
 use crate::txn::TxnError;
 
-use super::worker::{answer_words, Worker};
+use super::worker::{answer_words, Input, Worker};
 use super::Transformer;
 
 impl Transformer {
-    /// Acknowledge `id` (acknowledged in `held_by`, still open) in a probe transaction of its
-    /// own, record what Pulsar answered, and abort the probe. At most `PROBE_MAX` per run.
+    /// Acknowledge `input` (acknowledged in `held_by`, still open) in a probe transaction of
+    /// its own, record what Pulsar answered, and abort the probe; with `conflict_probe:
+    /// commit` an accepted probe processes the input again and commits instead
+    /// (`commit_probe`). At most `PROBE_MAX` per run.
     pub(super) async fn probe(
         &self,
         w: &mut Worker,
         attempt: u64,
         held_by: TxnId,
-        p: usize,
-        id: &MessageIdData,
+        input: &Input,
         op_deadline: Instant,
     ) {
+        let (p, id) = (input.partition, &input.msg.id);
         let left = self
             .probes_left
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
@@ -83,11 +85,86 @@ impl Transformer {
             outcome,
             answer: format!("{name}: {detail}"),
         });
+        if outcome == ProbeOutcome::Accepted && self.cfg.conflict_probe == ConflictProbe::Commit {
+            self.commit_probe(probe, input.n, op_deadline).await;
+            return;
+        }
         if let Err(e) = self.tcs.end_txn(probe, TxnAction::Abort).await {
             self.history.record(EventBody::Note {
                 message: format!("the abort of conflict probe {probe} was not confirmed ({e}); the coordinator's timeout ends it"),
             });
         }
+    }
+}
+
+impl Transformer {
+    /// `conflict_probe: commit`, after Pulsar accepted the probe's ACK of input `n`: the probe
+    /// does what a transform that received the input again would do, publish `f(n)` in its
+    /// transaction and commit, recorded as an attempt of its own (opened, sent, commit asked,
+    /// outcome), so the read-back's duplicate is attributed to the two committed transactions.
+    /// Not journaled: a run interrupted here leaves the probe to the coordinator's timeout.
+    async fn commit_probe(&self, probe: TxnId, n: u64, op_deadline: Instant) {
+        let attempt = self.next_attempt.fetch_add(1, Ordering::Relaxed);
+        let output = self.cfg.function.apply(n);
+        let q = (output % u64::from(self.cfg.partitions)) as usize;
+        self.history.record(EventBody::TxnOpened {
+            attempt,
+            txn: probe,
+            numbers: vec![(output, output + 1)],
+            resend_of: None,
+        });
+        self.history.record(EventBody::Note {
+            message: format!("conflict probe {probe} was accepted and, as `conflict_probe: commit` asks, processes input {n} again as attempt {attempt}: it publishes {output} and commits"),
+        });
+        let sent = match self
+            .tcs
+            .add_partitions(
+                probe,
+                std::slice::from_ref(&self.output_partitions[q]),
+                op_deadline,
+            )
+            .await
+        {
+            Err(e) => Err(format!("ADD_PARTITION_TO_TXN failed: {e}")),
+            Ok(()) => self.producers[q]
+                .send_batch(
+                    Some(probe),
+                    vec![crate::workload::payload(output, self.cfg.message_size)],
+                    self.cfg.op_timeout,
+                )
+                .await
+                .map_err(|e| format!("the SEND failed: {e}")),
+        };
+        if let Err(why) = sent {
+            self.abort(attempt, probe, format!("conflict probe: {why}"))
+                .await;
+            return;
+        }
+        self.history.record(EventBody::SendsAcked {
+            attempt,
+            messages: 1,
+        });
+        self.history.record(EventBody::CommitRequested {
+            attempt,
+            txn: probe,
+            try_no: 1,
+        });
+        let (outcome, detail) = match self.tcs.end_txn(probe, TxnAction::Commit).await {
+            Ok(()) => (
+                Outcome::Committed,
+                "END_TXN_RESPONSE without error".to_string(),
+            ),
+            Err(e) => (
+                Outcome::Ambiguous,
+                format!("the probe's commit was not confirmed ({e}); it is not retried"),
+            ),
+        };
+        self.history.record(EventBody::TxnOutcome {
+            attempt,
+            txn: probe,
+            outcome,
+            detail,
+        });
     }
 }
 

@@ -69,20 +69,44 @@ fn a_probe_prefers_a_batch_member_whose_entry_is_held_in_part() {
         input(0, 2, Some((0, 3)), 12),
         input(0, 3, None, 13),
     ];
-    let (_, id) = probe_target(&batch).unwrap();
-    assert_eq!((id.entry_id, id.batch_index), (2, Some(0)));
+    let id =
+        |b: &[Input], whole_first: bool| probe_target(b, whole_first).map(|k| b[k].msg.id.clone());
+    let first = id(&batch, false).unwrap();
+    assert_eq!((first.entry_id, first.batch_index), (2, Some(0)));
     // No partial entry: a plain one.
     let whole_and_plain = [
         batch[0].clone_input(),
         batch[1].clone_input(),
         batch[3].clone_input(),
     ];
-    let (_, id) = probe_target(&whole_and_plain).unwrap();
-    assert_eq!(id.entry_id, 3);
+    assert_eq!(id(&whole_and_plain, false).unwrap().entry_id, 3);
     // Only whole entries: the first.
-    let (_, id) = probe_target(&whole_and_plain[..2]).unwrap();
-    assert_eq!(id.entry_id, 1);
-    assert!(probe_target(&[]).is_none());
+    assert_eq!(id(&whole_and_plain[..2], false).unwrap().entry_id, 1);
+    assert!(probe_target(&[], false).is_none());
+}
+
+#[test]
+fn a_committing_probe_prefers_a_member_of_an_entry_held_whole() {
+    // Entry 2 in part (1 of 3), entry 1 whole (2 of 2), a plain entry 3.
+    let batch = vec![
+        input(0, 2, Some((0, 3)), 12),
+        input(0, 1, Some((0, 2)), 10),
+        input(0, 1, Some((1, 2)), 11),
+        input(0, 3, None, 13),
+    ];
+    assert_eq!(probe_target(&batch, true), Some(1));
+    assert_eq!(
+        probe_target(&batch, false),
+        Some(0),
+        "abort: the partial entry first"
+    );
+    // No entry held whole: as with abort.
+    assert_eq!(probe_target(&batch[..1], true), Some(0));
+    assert_eq!(probe_target(&batch[3..], true), Some(0));
+    // An entry of one message is no batch.
+    let single = vec![input(0, 4, Some((0, 1)), 14)];
+    assert_eq!(probe_target(&single, true), Some(0));
+    assert!(probe_target(&[], true).is_none());
 }
 
 trait CloneInput {

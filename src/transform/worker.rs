@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use crate::drivers::SubscribeArgs;
 use crate::history::{EventBody, Ranges, TxnId};
 use crate::journal::Record;
-use crate::scenario::transform::SUBSCRIPTION;
+use crate::scenario::transform::{ConflictProbe, SUBSCRIPTION};
 use crate::scenario::SubscriptionType;
 use crate::txn::consumer::{AckAnswer, ConsumerOptions, Received, SubType, TxnConsumer};
 
@@ -587,8 +587,9 @@ impl Transformer {
             },
         });
         if attempt % super::PROBE_EVERY == 1 && self.driver.is_none() {
-            if let Some((p, id)) = probe_target(batch) {
-                self.probe(w, attempt, txn, p, &id, op_deadline).await;
+            let whole_first = self.cfg.conflict_probe == ConflictProbe::Commit;
+            if let Some(k) = probe_target(batch, whole_first) {
+                self.probe(w, attempt, txn, &batch[k], op_deadline).await;
             }
         }
         Ok(())
@@ -644,28 +645,31 @@ impl Transformer {
     }
 }
 
-/// The input a conflict probe acknowledges again: one whose batched entry the transaction
-/// holds only in part, else one that is not batched, else the first. (An ACK of a member of an
-/// entry another transaction holds whole went unanswered on 4.2.4; such a probe is recorded as
-/// unanswered and proves nothing about conflicts.)
-pub(super) fn probe_target(batch: &[Input]) -> Option<(usize, MessageIdData)> {
+/// The input a conflict probe acknowledges again (its index in `batch`). With `whole_first`
+/// (`conflict_probe: commit`): a member of a batched entry the transaction holds whole, one
+/// ACK per member (the broker's shared ack set of that entry is then empty, and an empty set
+/// never overlaps: the acceptance this setting shows in the output). Otherwise, or when there
+/// is none: one whose batched entry the transaction holds only in part, else one that is not
+/// batched, else the first. (An ACK of a member of an entry another transaction held whole
+/// in ONE ack went unanswered on 4.2.4; the harness no longer acknowledges so.)
+pub(super) fn probe_target(batch: &[Input], whole_first: bool) -> Option<usize> {
     let mut members: BTreeMap<(usize, u64, u64), i32> = BTreeMap::new();
     for i in batch {
         *members
             .entry((i.partition, i.msg.id.ledger_id, i.msg.id.entry_id))
             .or_default() += 1;
     }
-    let partial = |i: &&Input| {
-        let held = members[&(i.partition, i.msg.id.ledger_id, i.msg.id.entry_id)];
-        i.msg.id.batch_size.is_some_and(|n| held < n)
-    };
-    let plain = |i: &&Input| i.msg.id.batch_size.is_none_or(|n| n <= 1);
-    batch
-        .iter()
-        .find(partial)
-        .or_else(|| batch.iter().find(plain))
-        .or_else(|| batch.first())
-        .map(|i| (i.partition, i.msg.id.clone()))
+    let held = |i: &Input| members[&(i.partition, i.msg.id.ledger_id, i.msg.id.entry_id)];
+    let whole = |i: &Input| i.msg.id.batch_size.is_some_and(|n| n > 1 && held(i) >= n);
+    let partial = |i: &Input| i.msg.id.batch_size.is_some_and(|n| held(i) < n);
+    let plain = |i: &Input| i.msg.id.batch_size.is_none_or(|n| n <= 1);
+    let find = |f: &dyn Fn(&Input) -> bool| batch.iter().position(f);
+    whole_first
+        .then(|| find(&whole))
+        .flatten()
+        .or_else(|| find(&partial))
+        .or_else(|| find(&plain))
+        .or_else(|| (!batch.is_empty()).then_some(0))
 }
 
 /// An ACK answer's name (as `inputs_acked` records it) and its words.

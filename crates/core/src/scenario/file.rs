@@ -127,6 +127,9 @@ pub struct WorkloadFile {
     pub input_transactional: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_abort_every: Option<u32>,
+    /// `abort` (default) or `commit`: what the transform's conflict probe does after its ACK.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conflict_probe: Option<super::ConflictProbe>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]

@@ -15,7 +15,7 @@ mod validate;
 
 pub use file::*;
 pub use model::*;
-pub use transform::{SubscriptionType, Transform, TransformFunction, WorkloadKind};
+pub use transform::{ConflictProbe, SubscriptionType, Transform, TransformFunction, WorkloadKind};
 pub use validate::{validate, DEFAULT_COMMITS_IN_FLIGHT};
 
 use locate::{path_to_string, Locations};

@@ -57,6 +57,32 @@ impl TransformFunction {
     }
 }
 
+/// What the conflict probe does once it has acknowledged an input another open transaction
+/// holds (`workload.conflict_probe`; the own client's transform only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConflictProbe {
+    /// Abort the probe's transaction whatever Pulsar answered (the default): an accepted
+    /// probe is graded from the broker's answer alone, and nothing of it reaches the output.
+    #[default]
+    Abort,
+    /// Process the input again as a transform would: when Pulsar accepts the probe's ACK, the
+    /// probe's transaction also publishes `f(n)` for that input and commits, so an acceptance
+    /// shows in the read-back as a duplicated output. The probe prefers a member of a batched
+    /// entry whose every member the holding transaction acknowledged. A refused probe is
+    /// aborted, as with `abort`.
+    Commit,
+}
+
+impl std::fmt::Display for ConflictProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ConflictProbe::Abort => "abort",
+            ConflictProbe::Commit => "commit",
+        })
+    }
+}
+
 /// The validated keys of `kind: transform`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transform {
@@ -71,6 +97,9 @@ pub struct Transform {
     /// fill on purpose (its numbers are sent again in a new one), so the input's log holds
     /// aborted messages that no consumer may receive (apache/pulsar#19814).
     pub input_abort_every: Option<u32>,
+    /// What the conflict probe's transaction does after its ACK (`abort`, the default, or
+    /// `commit`).
+    pub conflict_probe: ConflictProbe,
 }
 
 /// The name of the transform's subscription on the input topic.

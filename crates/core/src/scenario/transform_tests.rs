@@ -173,3 +173,53 @@ fn input_abort_every_goes_with_a_transactional_input() {
     let (_, _, message) = located(&produce);
     assert!(message.contains("kind: transform"), "{message}");
 }
+
+#[test]
+fn conflict_probe_defaults_to_abort_and_takes_commit() {
+    let s = parse("t.yaml", TRANSFORM).unwrap();
+    assert_eq!(
+        s.workload.transform.unwrap().conflict_probe,
+        ConflictProbe::Abort
+    );
+    assert!(
+        !s.resolved_yaml().contains("conflict_probe"),
+        "the default is not written back (the resolved text of older scenarios is unchanged)"
+    );
+    for (value, expected) in [
+        ("abort", ConflictProbe::Abort),
+        ("commit", ConflictProbe::Commit),
+    ] {
+        let text = format!("{TRANSFORM}  conflict_probe: {value}\n");
+        let s = parse("t.yaml", &text).unwrap();
+        assert_eq!(s.workload.transform.unwrap().conflict_probe, expected);
+        let again = parse("resolved.yaml", &s.resolved_yaml()).unwrap();
+        assert_eq!(
+            s.workload, again.workload,
+            "{value} survives the resolved scenario"
+        );
+    }
+}
+
+#[test]
+fn conflict_probe_refuses_unknown_values_the_producer_and_official_clients() {
+    let (line, _, message) = located(&format!("{TRANSFORM}  conflict_probe: keep\n"));
+    assert_eq!(line, 9, "the line of the key: {message}");
+    assert!(message.contains("keep"), "{message}");
+    assert!(
+        message.contains("abort") && message.contains("commit"),
+        "{message}"
+    );
+    let produce = TRANSFORM.replace("  kind: transform\n", "  conflict_probe: commit\n");
+    let (_, _, message) = located(&produce);
+    assert!(message.contains("workload.conflict_probe"), "{message}");
+    assert!(message.contains("kind: transform"), "{message}");
+    let java = format!("{TRANSFORM}  client: java\n  conflict_probe: commit\n");
+    let (_, _, message) = located(&java);
+    assert!(message.contains("workload.conflict_probe"), "{message}");
+    assert!(message.contains("own client"), "{message}");
+    let java_abort = format!("{TRANSFORM}  client: java\n  conflict_probe: abort\n");
+    assert!(
+        parse("t.yaml", &java_abort).is_ok(),
+        "abort (the default) goes with any client"
+    );
+}

@@ -4,7 +4,7 @@
 
 use super::super::file::{ScenarioFile, WorkloadFile};
 use super::super::model::ResendPolicy;
-use super::super::transform::{Transform, WorkloadKind};
+use super::super::transform::{ConflictProbe, Transform, WorkloadKind};
 use super::{err, Invalid};
 
 /// Why `deduplication: true` does not go with a transform through the own client.
@@ -22,6 +22,7 @@ pub(super) fn validate_transform(
             ("function", w.function.is_some()),
             ("input_transactional", w.input_transactional.is_some()),
             ("input_abort_every", w.input_abort_every.is_some()),
+            ("conflict_probe", w.conflict_probe.is_some()),
         ] {
             if set {
                 return err(&["workload", field], "goes with `kind: transform` only");
@@ -72,12 +73,20 @@ pub(super) fn validate_transform(
             );
         }
     }
+    let conflict_probe = w.conflict_probe.unwrap_or_default();
+    if conflict_probe != ConflictProbe::Abort && w.client.unwrap_or_default().is_foreign() {
+        return err(
+            &["workload", "conflict_probe"],
+            "goes with the own client only (through `client: java` or `go` no conflict probe runs: it registers the subscription with ADD_SUBSCRIPTION_TO_TXN before its ACK)",
+        );
+    }
     Ok(Some(Transform {
         consumers,
         subscription_type: w.subscription_type.unwrap_or_default(),
         function: w.function.unwrap_or_default(),
         input_transactional: w.input_transactional.unwrap_or(false),
         input_abort_every,
+        conflict_probe,
     }))
 }
 
