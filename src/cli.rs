@@ -122,17 +122,8 @@ pub struct RunArgs {
     /// The Pulsar image (overrides the scenario's).
     #[arg(long)]
     pub image: Option<String>,
-    /// The Pulsar version to run (overrides the scenario's `cluster.pulsar_version`; the
-    /// official image of that version, else the local one: `image build --pulsar-version`).
-    #[arg(long)]
-    pub pulsar_version: Option<String>,
-    /// The client the workload runs through: own, java or go (overrides `workload.client`;
-    /// docs/drivers.md).
-    #[arg(long)]
-    pub client: Option<String>,
-    /// The Java client's version (overrides `workload.client_version`; default: the broker's).
-    #[arg(long)]
-    pub client_version: Option<String>,
+    #[command(flatten)]
+    pub overrides: Overrides,
     /// Continue an interrupted run from its directory: settle the transactions its journal and
     /// history left in flight, then go on (a producer resends what they held; a transform's
     /// inputs come back from the subscription).
@@ -153,6 +144,23 @@ pub struct RunArgs {
     pub dry_run: bool,
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// The Pulsar version and the client over the scenario's (`run`, `soak`, `replay`; a replay's
+/// scenario is its original's).
+#[derive(Debug, Args)]
+pub struct Overrides {
+    /// The Pulsar version to run (overrides the scenario's `cluster.pulsar_version`; the
+    /// official image of that version, else the local one: `image build --pulsar-version`).
+    #[arg(long)]
+    pub pulsar_version: Option<String>,
+    /// The client the workload runs through: own, java or go (overrides `workload.client`;
+    /// docs/drivers.md).
+    #[arg(long)]
+    pub client: Option<String>,
+    /// The Java client's version (overrides `workload.client_version`; default: the broker's).
+    #[arg(long)]
+    pub client_version: Option<String>,
 }
 
 /// A cluster the harness did not start (`run`, `soak`, `replay`), and the faults allowed on it.
@@ -225,16 +233,10 @@ pub struct ReplayArgs {
     /// Where the replays' run directories go (default: beside the original).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Replay on another Pulsar version than the original ran (its official image, else
-    /// the local one); by default the original's own image.
-    #[arg(long)]
-    pub pulsar_version: Option<String>,
-    /// Replay through another client than the original's: own, java or go.
-    #[arg(long)]
-    pub client: Option<String>,
-    /// The Java client's version for the replay.
-    #[arg(long)]
-    pub client_version: Option<String>,
+    /// Another Pulsar version or client than the original's (by default the original's own
+    /// image and client).
+    #[command(flatten)]
+    pub overrides: Overrides,
     /// Progress display: auto (a bar on a terminal, plain lines otherwise), bar, plain, none.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
@@ -268,17 +270,8 @@ pub struct SoakArgs {
     /// The Pulsar image (overrides the scenario's).
     #[arg(long)]
     pub image: Option<String>,
-    /// The Pulsar version to run (overrides the scenario's `cluster.pulsar_version`; the
-    /// official image of that version, else the local one: `image build --pulsar-version`).
-    #[arg(long)]
-    pub pulsar_version: Option<String>,
-    /// The client the workload runs through: own, java or go (overrides `workload.client`;
-    /// docs/drivers.md).
-    #[arg(long)]
-    pub client: Option<String>,
-    /// The Java client's version (overrides `workload.client_version`; default: the broker's).
-    #[arg(long)]
-    pub client_version: Option<String>,
+    #[command(flatten)]
+    pub overrides: Overrides,
     /// Stream history events as JSON lines on stdout.
     #[arg(long)]
     pub json: bool,

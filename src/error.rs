@@ -8,6 +8,7 @@ use crate::cluster::ClusterError;
 use crate::discovery::DiscoveryError;
 use crate::exit;
 use crate::history::HistoryError;
+use crate::rundir::RunDirError;
 use crate::scenario::ScenarioError;
 
 #[derive(Debug, thiserror::Error)]
@@ -42,8 +43,9 @@ pub enum Error {
     Transform(#[from] crate::transform::TransformError),
     #[error("{0}")]
     Driver(#[from] crate::drivers::DriverError),
+    /// A run directory that is not one or is damaged (its I/O failures are `Io`).
     #[error("{0}")]
-    RunDir(#[from] RunDirError),
+    RunDir(RunDirError),
     #[error("{0}")]
     Store(#[from] crate::store::StoreError),
 }
@@ -69,6 +71,15 @@ impl Error {
     }
 }
 
+impl From<RunDirError> for Error {
+    fn from(e: RunDirError) -> Error {
+        match e {
+            RunDirError::Io { context, source } => Error::Io { context, source },
+            other => Error::RunDir(other),
+        }
+    }
+}
+
 impl From<crate::readback::ReadbackError> for Error {
     fn from(e: crate::readback::ReadbackError) -> Error {
         match e {
@@ -79,15 +90,3 @@ impl From<crate::readback::ReadbackError> for Error {
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
-
-/// A run directory's file that is there but cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum RunDirError {
-    #[error("{path}: {what}: the run directory is damaged (a run writes its files whole, so something changed it afterwards); {remedy}")]
-    Damaged {
-        path: String,
-        /// "not valid JSON (line 1, column 2)", "not UTF-8 text (at byte 17)", ...
-        what: String,
-        remedy: &'static str,
-    },
-}

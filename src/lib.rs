@@ -56,6 +56,7 @@ pub mod error;
 pub mod history;
 pub mod journal;
 pub mod lifecycle;
+pub mod lock;
 pub mod nemesis;
 pub mod progress;
 pub mod readback;

@@ -18,7 +18,32 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+/// A run directory's file that is not there, cannot be written, or is there but cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    #[error("{path}: {what}: the run directory is damaged (a run writes its files whole, so something changed it afterwards); {remedy}")]
+    Damaged {
+        path: String,
+        /// "not valid JSON (line 1, column 2)", "not UTF-8 text (at byte 17)", ...
+        what: String,
+        remedy: &'static str,
+    },
+    #[error("{path} is not a run directory (no run.json)")]
+    NotARunDir { path: String },
+    /// The machine's failure, not the directory's (the top level's `Error::Io`).
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+pub type Result<T> = std::result::Result<T, RunDirError>;
+
+fn io(context: String) -> impl FnOnce(std::io::Error) -> RunDirError {
+    move |source| RunDirError::Io { context, source }
+}
 
 /// run.json.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -86,19 +111,16 @@ impl RunDir {
             "{scenario}-{}-{run_id}",
             utc_stamp(now_ms() / 1000)
         ));
-        std::fs::create_dir_all(&path).map_err(Error::io(format!(
-            "create the run directory {}",
-            path.display()
-        )))?;
+        std::fs::create_dir_all(&path)
+            .map_err(io(format!("create the run directory {}", path.display())))?;
         Ok(RunDir { path })
     }
 
     pub fn open(path: &Path) -> Result<RunDir> {
         if !path.join("run.json").is_file() {
-            return Err(Error::Usage(format!(
-                "{} is not a run directory (no run.json)",
-                path.display()
-            )));
+            return Err(RunDirError::NotARunDir {
+                path: path.display().to_string(),
+            });
         }
         Ok(RunDir {
             path: path.to_path_buf(),
@@ -117,7 +139,7 @@ impl RunDir {
         let tmp = self.file(&format!(".{name}.tmp"));
         std::fs::write(&tmp, text)
             .and_then(|()| std::fs::rename(&tmp, &p))
-            .map_err(Error::io(format!("write {}", p.display())))
+            .map_err(io(format!("write {}", p.display())))
     }
 
     pub fn write_json<T: Serialize>(&self, name: &str, v: &T) -> Result<()> {
@@ -131,12 +153,10 @@ impl RunDir {
     /// what to do; only a file that cannot be read at all is the machine's failure.
     pub fn read_json<T: for<'de> Deserialize<'de>>(&self, name: &str) -> Result<T> {
         let p = self.file(name);
-        let bytes = std::fs::read(&p).map_err(Error::io(format!("read {}", p.display())))?;
-        Ok(parse_json(&p, &bytes)?)
+        let bytes = std::fs::read(&p).map_err(io(format!("read {}", p.display())))?;
+        parse_json(&p, &bytes)
     }
 }
-
-pub use crate::error::RunDirError;
 
 /// What to do when `name` of a run directory is damaged.
 fn remedy(name: &str) -> &'static str {

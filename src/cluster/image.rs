@@ -247,19 +247,6 @@ pub fn on_path(tool: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// An exclusive lock on `path` (created if absent), held until the file is dropped. Waits,
-/// off the runtime's threads, while another process holds it: a build shared by concurrent
-/// runs (an image, a driver) happens once and the others find its result.
-pub async fn lock_exclusive(path: &Path) -> Result<std::fs::File, String> {
-    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    tokio::task::spawn_blocking(move || {
-        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).map(|()| file)
-    })
-    .await
-    .map_err(|e| e.to_string())?
-    .map_err(|e| format!("lock {}: {e}", path.display()))
-}
-
 fn need(tool: &str, package: &str) -> Result<(), ClusterError> {
     if on_path(tool) {
         Ok(())
@@ -408,7 +395,7 @@ pub async fn build(
         .map_err(|e| build_err("cache")(format!("{}: {e}", cache.display())))?;
     // One build at a time per cache (they share the root filesystem and the staging
     // directory); one that waited finds the image another just built.
-    let _lock = lock_exclusive(&cache.join("build.lock"))
+    let _lock = crate::lock::exclusive(&cache.join("build.lock"))
         .await
         .map_err(build_err("lock"))?;
     if !force && up_to_date(engine, &tag, version).await? {
@@ -587,26 +574,6 @@ pub async fn engine_and_image(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Regression guard for concurrent builds (they share the cache's staging directory): the
-    /// lock excludes every other holder until it is dropped.
-    #[tokio::test]
-    async fn a_build_lock_excludes_others_until_dropped() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("build.lock");
-        let held = lock_exclusive(&path).await.unwrap();
-        let other = std::fs::File::open(&path).unwrap();
-        let try_lock = |f: &std::fs::File| {
-            rustix::fs::flock(f, rustix::fs::FlockOperation::NonBlockingLockExclusive)
-        };
-        assert_eq!(try_lock(&other), Err(rustix::io::Errno::WOULDBLOCK));
-        drop(held);
-        assert_eq!(try_lock(&other), Ok(()));
-        rustix::fs::flock(&other, rustix::fs::FlockOperation::Unlock).unwrap();
-        // Taken again by the next builder.
-        let _again = lock_exclusive(&path).await.unwrap();
-        assert_eq!(try_lock(&other), Err(rustix::io::Errno::WOULDBLOCK));
-    }
 
     #[test]
     fn the_tag_follows_the_version_and_the_inputs() {

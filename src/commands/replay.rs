@@ -20,9 +20,7 @@ pub async fn replay(args: &crate::cli::ReplayArgs) -> Result<i32> {
         times,
         out,
         progress,
-        pulsar_version,
-        client,
-        client_version,
+        overrides,
         external,
         store: store_args,
     } = args;
@@ -31,7 +29,6 @@ pub async fn replay(args: &crate::cli::ReplayArgs) -> Result<i32> {
         *times,
         crate::progress::Mode::from(*progress),
     );
-    let client = (client.clone(), client_version.clone());
     if times == 0 {
         return Err(Error::Usage("--times must be at least 1".into()));
     }
@@ -39,13 +36,7 @@ pub async fn replay(args: &crate::cli::ReplayArgs) -> Result<i32> {
     let info: RunInfo = dir.read_json("run.json")?;
     let original: Option<Verdict> = dir.read_json("verdict.json").ok();
     let mut s = scenario::load(&dir.file("scenario.yaml"))?;
-    if let Some(v) = &pulsar_version {
-        s.set_pulsar_version(v).map_err(Error::Usage)?;
-    }
-    if client.0.is_some() || client.1.is_some() {
-        s.set_client(client.0.as_deref(), client.1.as_deref())
-            .map_err(Error::Usage)?;
-    }
+    super::run::apply_overrides(overrides, &mut s)?;
     if info.topology == "external" {
         s.cluster = s.cluster.at_urls(&info.service_url, &info.admin_url);
     }
@@ -77,7 +68,7 @@ pub async fn replay(args: &crate::cli::ReplayArgs) -> Result<i32> {
             seed: info.seed,
             out: out.clone(),
             keep_cluster: false,
-            image: if pulsar_version.is_some() {
+            image: if overrides.pulsar_version.is_some() {
                 None
             } else {
                 info.image.clone()

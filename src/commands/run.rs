@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use crate::brokerlog::TxnLog;
 use crate::checker::{self, Context, Status, Verdict};
-use crate::cli::{ExternalArgs, RunArgs, VerifyArgs};
+use crate::cli::{ExternalArgs, Overrides, RunArgs, VerifyArgs};
 use crate::error::{Error, Result};
 use crate::exit;
 use crate::history::TxnId;
@@ -251,6 +251,19 @@ pub fn print_verdict(v: &Verdict, reproduce: Option<&str>) {
     }
 }
 
+/// `--pulsar-version`, `--client` and `--client-version` (of `run`, `soak` and `replay`) over
+/// the scenario's keys.
+pub fn apply_overrides(o: &Overrides, s: &mut scenario::Scenario) -> Result<()> {
+    if let Some(v) = &o.pulsar_version {
+        s.set_pulsar_version(v).map_err(Error::Usage)?;
+    }
+    if o.client.is_some() || o.client_version.is_some() {
+        s.set_client(o.client.as_deref(), o.client_version.as_deref())
+            .map_err(Error::Usage)?;
+    }
+    Ok(())
+}
+
 /// `--service-url`/`--admin-url`, `--adapter` and `--allow-destructive` (of `run` and
 /// `soak`) over the scenario's keys.
 pub fn apply_external(args: &ExternalArgs, s: &mut scenario::Scenario) -> Result<()> {
@@ -289,13 +302,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         .clone()
         .ok_or_else(|| Error::Usage("a scenario file is required".into()))?;
     let mut s = scenario::load(&path)?;
-    if let Some(v) = &args.pulsar_version {
-        s.set_pulsar_version(v).map_err(Error::Usage)?;
-    }
-    if args.client.is_some() || args.client_version.is_some() {
-        s.set_client(args.client.as_deref(), args.client_version.as_deref())
-            .map_err(Error::Usage)?;
-    }
+    apply_overrides(&args.overrides, &mut s)?;
     apply_external(&args.external, &mut s)?;
     let seed = crate::seed::given_or_drawn(args.seed.or(s.seed));
     if args.dry_run {

@@ -460,13 +460,7 @@ fn dry_run(
 /// a topic per iteration.
 fn load_scenario(args: &SoakArgs) -> Result<scenario::Scenario> {
     let mut s = scenario::load(&args.scenario)?;
-    if let Some(v) = &args.pulsar_version {
-        s.set_pulsar_version(v).map_err(Error::Usage)?;
-    }
-    if args.client.is_some() || args.client_version.is_some() {
-        s.set_client(args.client.as_deref(), args.client_version.as_deref())
-            .map_err(Error::Usage)?;
-    }
+    crate::commands::run::apply_overrides(&args.overrides, &mut s)?;
     crate::commands::run::apply_external(&args.external, &mut s)?;
     // Every iteration gets a topic of its own.
     s.workload.unique_topic = true;

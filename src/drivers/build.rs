@@ -137,7 +137,7 @@ pub async fn build(spec: &Spec) -> Result<Built, DriverError> {
     std::fs::create_dir_all(&dir).map_err(|e| err(format!("{}: {e}", dir.display())))?;
     // One build at a time per driver: a second run waits for the first's lock, then finds the
     // artifact.
-    let locked = crate::cluster::image::lock_exclusive(&dir.join(".lock"))
+    let locked = crate::lock::exclusive(&dir.join(".lock"))
         .await
         .map_err(err)?;
     if !dir.join(artifact).is_file() {

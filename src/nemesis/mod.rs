@@ -212,31 +212,13 @@ impl Nemesis {
         if let Some(ex) = self.exec_for(f) {
             return ex.intent(self, f, target);
         }
-        match &f.kind {
-            FaultKind::BrokerRestart { mode, .. }
-            | FaultKind::BookieRestart { mode, .. }
-            | FaultKind::ZookeeperRestart { mode, .. } => Restart { mode: *mode }.intent(f, target),
-            FaultKind::Pause { .. } => Pause.intent(f, target),
-            FaultKind::PacketLoss { percent, .. } => {
-                PacketLoss { percent: *percent }.intent(f, target)
-            }
-            FaultKind::TopicUnload { scope } => Unload {
-                scope: scope.clone(),
-            }
-            .intent_with(self),
-            FaultKind::ConsumerRestart { .. } => consumer::intent(f),
-            FaultKind::ReplyLoss {
-                reply,
-                count,
-                probability,
-                duration,
-            } => ReplyLoss {
-                reply: *reply,
-                count: *count,
-                probability: *probability,
-                duration: *duration,
-            }
-            .intent(f),
+        match Kind::of(&f.kind) {
+            Kind::Restart(r) => r.intent(f, target),
+            Kind::Pause(p) => p.intent(f, target),
+            Kind::PacketLoss(p) => p.intent(f, target),
+            Kind::Unload(u) => u.intent_with(self),
+            Kind::Consumer => consumer::intent(f),
+            Kind::ReplyLoss(r) => r.intent(f),
         }
     }
 
@@ -249,38 +231,13 @@ impl Nemesis {
         if let Some(ex) = self.exec_for(f) {
             return ex.inject(self, f, target).await;
         }
-        match &f.kind {
-            FaultKind::BrokerRestart { mode, .. }
-            | FaultKind::BookieRestart { mode, .. }
-            | FaultKind::ZookeeperRestart { mode, .. } => {
-                Restart { mode: *mode }.inject(self, f, target).await
-            }
-            FaultKind::Pause { .. } => Pause.inject(self, f, target).await,
-            FaultKind::PacketLoss { percent, .. } => {
-                PacketLoss { percent: *percent }
-                    .inject(self, f, target)
-                    .await
-            }
-            FaultKind::TopicUnload { scope } => {
-                Unload {
-                    scope: scope.clone(),
-                }
-                .inject(self, f, target)
-                .await
-            }
-            FaultKind::ConsumerRestart { .. } => consumer::inject(self, f).await,
-            FaultKind::ReplyLoss {
-                reply,
-                count,
-                probability,
-                duration,
-            } => ReplyLoss {
-                reply: *reply,
-                count: *count,
-                probability: *probability,
-                duration: *duration,
-            }
-            .inject(self, f, target),
+        match Kind::of(&f.kind) {
+            Kind::Restart(r) => r.inject(self, f, target).await,
+            Kind::Pause(p) => p.inject(self, f, target).await,
+            Kind::PacketLoss(p) => p.inject(self, f, target).await,
+            Kind::Unload(u) => u.inject(self, f, target).await,
+            Kind::Consumer => consumer::inject(self, f).await,
+            Kind::ReplyLoss(r) => r.inject(self, f, target),
         }
     }
 
@@ -289,36 +246,13 @@ impl Nemesis {
         if let Some(ex) = self.exec_for(f) {
             return ex.heal(self, f, applied).await;
         }
-        match &f.kind {
-            FaultKind::BrokerRestart { mode, .. }
-            | FaultKind::BookieRestart { mode, .. }
-            | FaultKind::ZookeeperRestart { mode, .. } => {
-                Restart { mode: *mode }.heal(self, applied).await
-            }
-            FaultKind::Pause { .. } => Pause.heal(self, applied).await,
-            FaultKind::PacketLoss { percent, .. } => {
-                PacketLoss { percent: *percent }.heal(self, applied).await
-            }
-            FaultKind::TopicUnload { scope } => {
-                Unload {
-                    scope: scope.clone(),
-                }
-                .heal(self, applied)
-                .await
-            }
-            FaultKind::ConsumerRestart { .. } => consumer::heal(self, f),
-            FaultKind::ReplyLoss {
-                reply,
-                count,
-                probability,
-                duration,
-            } => ReplyLoss {
-                reply: *reply,
-                count: *count,
-                probability: *probability,
-                duration: *duration,
-            }
-            .heal(self, f),
+        match Kind::of(&f.kind) {
+            Kind::Restart(r) => r.heal(self, applied).await,
+            Kind::Pause(p) => p.heal(self, applied).await,
+            Kind::PacketLoss(p) => p.heal(self, applied).await,
+            Kind::Unload(u) => u.heal(self, applied).await,
+            Kind::Consumer => consumer::heal(self, f),
+            Kind::ReplyLoss(r) => r.heal(self, f),
         }
     }
 
@@ -329,6 +263,46 @@ impl Nemesis {
         // Every node is up again: none is held down any more.
         self.holds.clear().await;
         healed
+    }
+}
+
+/// A fault's injector, built once from its kind's fields (intent, inject and heal dispatch on
+/// it).
+enum Kind {
+    Restart(Restart),
+    Pause(Pause),
+    PacketLoss(PacketLoss),
+    Unload(Unload),
+    Consumer,
+    ReplyLoss(ReplyLoss),
+}
+
+impl Kind {
+    fn of(kind: &FaultKind) -> Kind {
+        match kind {
+            FaultKind::BrokerRestart { mode, .. }
+            | FaultKind::BookieRestart { mode, .. }
+            | FaultKind::ZookeeperRestart { mode, .. } => Kind::Restart(Restart { mode: *mode }),
+            FaultKind::Pause { .. } => Kind::Pause(Pause),
+            FaultKind::PacketLoss { percent, .. } => {
+                Kind::PacketLoss(PacketLoss { percent: *percent })
+            }
+            FaultKind::TopicUnload { scope } => Kind::Unload(Unload {
+                scope: scope.clone(),
+            }),
+            FaultKind::ConsumerRestart { .. } => Kind::Consumer,
+            FaultKind::ReplyLoss {
+                reply,
+                count,
+                probability,
+                duration,
+            } => Kind::ReplyLoss(ReplyLoss {
+                reply: *reply,
+                count: *count,
+                probability: *probability,
+                duration: *duration,
+            }),
+        }
     }
 }
 

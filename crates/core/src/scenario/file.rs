@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{Guard, Pins, ReplyKind, ResendPolicy, RestartMode, Topology};
+use super::kinds::{Guard, Pins, ReplyKind, ResendPolicy, RestartMode, Topology};
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -25,7 +25,7 @@ pub struct ScenarioFile {
     /// known-bug and findings scenarios say what a version that has the bug and one that fixed
     /// it should give; `matrix` compares).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub expect: std::collections::BTreeMap<String, Vec<super::Expected>>,
+    pub expect: std::collections::BTreeMap<String, Vec<super::kinds::Expected>>,
     /// What to try, in order, when the read-back is held after every fault healed (see
     /// `stuck`): `re-end`, `unload-coordinator`, `unload-topic`. Absent: all three; `[]`: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,7 +61,7 @@ pub struct ClusterFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_timeout: Option<Dur>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jvm: Option<super::model::Jvm>,
+    pub jvm: Option<super::kinds::Jvm>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

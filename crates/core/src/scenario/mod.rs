@@ -2,11 +2,13 @@
 //!
 //! Every error names the file, line and column. Nothing here touches Docker or the network.
 //!
-//! `file` holds the serde types of the file as written, `model` the validated scenario,
+//! `kinds` holds the small closed sets both name, `file` the serde types of the file as
+//! written, `model` the validated scenario,
 //! `validate` the checks and defaults that turn one into the other, `resolve` the way back
 //! (the resolved scenario a run directory keeps), `locate` the line and column of a path.
 
 mod file;
+mod kinds;
 pub mod locate;
 mod model;
 mod resolve;
@@ -14,6 +16,7 @@ pub mod transform;
 mod validate;
 
 pub use file::*;
+pub use kinds::*;
 pub use model::*;
 pub use transform::{ConflictProbe, SubscriptionType, Transform, TransformFunction, WorkloadKind};
 pub use validate::{validate, DEFAULT_COMMITS_IN_FLIGHT};

@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use super::file::{ClusterFile, Dur, WorkloadFile};
-use super::model::{ClusterSpec, Jvm, Scenario, Topology, Workload};
+use super::kinds::{Jvm, Topology};
+use super::model::{ClusterSpec, Scenario, Workload};
 
 pub(super) fn resolve_cluster_file(c: &ClusterSpec) -> ClusterFile {
     match c {

@@ -8,10 +8,9 @@ pub(super) mod transform;
 use std::time::Duration;
 
 use super::file::{ClusterFile, Dur, ScenarioFile, WorkloadFile};
+use super::kinds::{ResendPolicy, Topology};
 use super::locate::Seg;
-use super::model::{
-    ClusterSpec, DockerCluster, ResendPolicy, Sabotage, Scenario, Topology, Workload,
-};
+use super::model::{ClusterSpec, DockerCluster, Sabotage, Scenario, Workload};
 use super::resolve::{resolve_cluster_file, resolve_workload_file};
 
 use fault::validate_fault;

@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use crate::scenario::file::{Dur, FaultFile, ScheduleFile};
+use crate::scenario::kinds::{Pins, ReplyKind, Topology};
 use crate::scenario::locate::Seg;
 use crate::scenario::model::{
-    FaultKind, FaultSpec, Pins, ReplyKind, Schedule, Target, Timing, Topology, UnloadScope,
-    Workload,
+    FaultKind, FaultSpec, Schedule, Target, Timing, UnloadScope, Workload,
 };
 
 use super::{err, key, Invalid};

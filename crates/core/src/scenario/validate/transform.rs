@@ -3,7 +3,7 @@
 //! apply to a transform refused.
 
 use super::super::file::{ScenarioFile, WorkloadFile};
-use super::super::model::ResendPolicy;
+use super::super::kinds::ResendPolicy;
 use super::super::transform::{ConflictProbe, Transform, WorkloadKind};
 use super::{err, Invalid};
 
