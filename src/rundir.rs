@@ -71,6 +71,7 @@ pub struct RunInfo {
     pub client: Option<String>,
 }
 
+#[derive(Debug)]
 pub struct RunDir {
     pub path: PathBuf,
 }
@@ -207,6 +208,27 @@ pub fn new_run_id() -> String {
 mod tests {
     use super::*;
 
+    /// The run directory's errors keep their exit codes at the top level: not a run directory
+    /// and damaged are bad input (2), a file the machine cannot write is infrastructure.
+    #[test]
+    fn its_errors_keep_their_exit_codes() {
+        use crate::error::Error;
+        let tmp = tempfile::tempdir().unwrap();
+        let e = RunDir::open(tmp.path()).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("is not a run directory (no run.json)"),
+            "{e}"
+        );
+        assert_eq!(Error::from(e).exit_code(), crate::exit::BAD_INPUT);
+        let d = RunDir {
+            path: tmp.path().join("absent"),
+        };
+        let e = d.write("run.json", "{}").unwrap_err();
+        assert!(matches!(e, RunDirError::Io { .. }), "{e}");
+        assert_eq!(Error::from(e).exit_code(), crate::exit::INFRASTRUCTURE);
+    }
+
     #[test]
     fn stamps_are_utc_calendar_times() {
         assert_eq!(utc_stamp(0), "19700101-000000");
@@ -273,7 +295,11 @@ mod tests {
                 _ => d.read_json::<crate::checker::Verdict>(name).unwrap_err(),
             };
             let t = e.to_string();
-            assert_eq!(e.exit_code(), crate::exit::BAD_INPUT, "{t}");
+            assert_eq!(
+                crate::error::Error::from(e).exit_code(),
+                crate::exit::BAD_INPUT,
+                "{t}"
+            );
             assert!(
                 t.starts_with(&format!("{}: ", d.file(name).display())),
                 "{t}"

@@ -329,5 +329,5 @@ pub fn write_html(dir: &RunDir, info: &RunInfo, plan: &Plan, v: &Verdict) -> Res
         .map(|a| a.attempt)
         .collect();
     let scan = scan_history(&dir.file("history.jsonl"), &watch);
-    dir.write("report.html", &render_html(info, plan, v, &scan))
+    Ok(dir.write("report.html", &render_html(info, plan, v, &scan))?)
 }
