@@ -16,7 +16,10 @@ mod transactions;
 
 pub use http::AdminError;
 pub use topics::{topic_path, LedgerState, Lookup, RETAIN_SUBSCRIPTION};
-pub use transactions::{BufferState, CoordinatorStats, InBuffer, TxnMetadata, TxnReport};
+pub use transactions::{
+    decode_txn_log, txn_log_path, BufferState, CoordinatorStats, InBuffer, LogCursor, TxnLogView,
+    TxnMetadata, TxnReport,
+};
 
 use std::time::Duration;
 

@@ -10,6 +10,8 @@
 //!   readback.json   what the checker saw (`readlog`): per partition the runs of numbers in
 //!                   read order, every anomaly with message ids (uncapped), the checker's
 //!                   Context; written before verdict.json, read by `recheck`
+//!   txnlog.jsonl    the coordinators' transaction-log cursors, each change, when faults hit a
+//!                   coordinator (`runner::txnlog`)
 //!   verdict.json    the checker's verdict
 //!   report.html     the verdict, timeline and faults for people
 //! ```

@@ -19,6 +19,7 @@ mod phases;
 mod resume;
 mod stuck;
 mod supervisor;
+mod txnlog;
 mod unstarted;
 
 use std::path::{Path, PathBuf};

@@ -73,7 +73,99 @@ pub struct InBuffer {
     pub aborted: Option<bool>,
 }
 
+/// A coordinator's transaction log (`coordinatorInternalStats/{id}?metadata=false`): its
+/// managed ledger's last entry and each cursor's positions, in Pulsar's own words
+/// (`ledger:entry`; the deleted ranges as Pulsar prints them). A field Pulsar left out is None.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+pub struct TxnLogView {
+    /// `transactionLogStats.managedLedgerName`.
+    pub ledger: Option<String>,
+    /// `managedLedgerInternalStats.lastConfirmedEntry`.
+    pub last_confirmed: Option<String>,
+    /// Cursor name -> its positions.
+    pub cursors: BTreeMap<String, LogCursor>,
+}
+
+/// One cursor of a transaction log.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogCursor {
+    #[serde(default)]
+    pub mark_delete_position: Option<String>,
+    #[serde(default)]
+    pub read_position: Option<String>,
+    #[serde(default)]
+    pub individually_deleted_messages: Option<String>,
+    /// The ledger the cursor persists its mark-delete position to, and its last entry (one
+    /// entry per persisted position).
+    #[serde(default)]
+    pub cursor_ledger: Option<i64>,
+    #[serde(default)]
+    pub cursor_ledger_last_entry: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CoordinatorInternalStats {
+    #[serde(default)]
+    transaction_log_stats: Option<LogStats>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LogStats {
+    #[serde(default)]
+    managed_ledger_name: Option<String>,
+    #[serde(default)]
+    managed_ledger_internal_stats: Option<LedgerStats>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LedgerStats {
+    #[serde(default)]
+    last_confirmed_entry: Option<String>,
+    #[serde(default)]
+    cursors: BTreeMap<String, LogCursor>,
+}
+
+impl From<CoordinatorInternalStats> for TxnLogView {
+    fn from(s: CoordinatorInternalStats) -> TxnLogView {
+        let log = s.transaction_log_stats;
+        let (ledger, stats) = match log {
+            Some(l) => (l.managed_ledger_name, l.managed_ledger_internal_stats),
+            None => (None, None),
+        };
+        let (last_confirmed, cursors) = match stats {
+            Some(s) => (s.last_confirmed_entry, s.cursors),
+            None => (None, BTreeMap::new()),
+        };
+        TxnLogView {
+            ledger,
+            last_confirmed,
+            cursors,
+        }
+    }
+}
+
+/// The admin API path of coordinator `id`'s transaction log (the topics API cannot load
+/// `__transaction_log_N`: 409).
+pub fn txn_log_path(id: u32) -> String {
+    format!("/admin/v3/transactions/coordinatorInternalStats/{id}?metadata=false")
+}
+
+/// The answer of [`txn_log_path`] as a view.
+pub fn decode_txn_log(text: &str) -> Result<TxnLogView, serde_json::Error> {
+    serde_json::from_str::<CoordinatorInternalStats>(text).map(TxnLogView::from)
+}
+
 impl Admin {
+    /// Coordinator `id`'s transaction log: its last entry and its cursors' positions.
+    pub async fn txn_log(&self, id: u32) -> Result<TxnLogView, AdminError> {
+        let raw: CoordinatorInternalStats = self.get(&txn_log_path(id)).await?;
+        Ok(raw.into())
+    }
+
     /// Every loaded coordinator and its state, keyed by coordinator id.
     pub async fn coordinator_stats(&self) -> Result<BTreeMap<u32, CoordinatorStats>, AdminError> {
         let raw: BTreeMap<String, CoordinatorStats> =

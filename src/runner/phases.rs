@@ -168,6 +168,14 @@ pub(super) async fn execute(
         stop_rx,
         active.clone(),
     );
+    // The coordinators' transaction logs, while faults hit a coordinator.
+    let txnlog = super::txnlog::wanted(fault_plan).then(|| {
+        super::txnlog::Watcher::spawn(
+            admin.clone(),
+            history.clone(),
+            dir.file(super::txnlog::FILE),
+        )
+    });
     let (report, stalled_since) = produce(
         req,
         &producer,
@@ -179,6 +187,9 @@ pub(super) async fn execute(
     )
     .await;
     heal(&nemesis, &history, &producer, &proxy).await;
+    if let Some(w) = txnlog {
+        w.finish().await;
+    }
     write_producer_json(dir, &report, &stats, producer.journal_counters())?;
     if let Some(t) = producer.transform_json() {
         dir.write_json("transform.json", &t)?;

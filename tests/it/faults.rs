@@ -293,6 +293,35 @@ fn owner_and_coordinator_targets_resolve_and_cluster_faults_run() {
         let h = history(&o.run_dir);
         let kill = h.iter().find(|e| e["event"] == "fault_started" && e["kind"] == "broker_restart").unwrap();
         assert!(kill["target"].as_str().unwrap().contains("serves transaction coordinator 0"), "{kill}");
+        // The coordinator's transaction log was watched (issue 32): a view of its cursor
+        // before the kill and another after its heal, in txnlog.jsonl with the history's time.
+        let kill_at = kill["t_ms"].as_u64().unwrap();
+        let healed_at = h
+            .iter()
+            .find(|e| e["event"] == "fault_healed" && e["fault"] == kill["fault"])
+            .and_then(|e| e["t_ms"].as_u64())
+            .expect("the kill was healed");
+        assert!(
+            h.iter().any(|e| e["event"] == "note"
+                && e["message"].as_str().unwrap().starts_with("watching the transaction log of coordinator(s) [0]")),
+            "no watch note"
+        );
+        let lines: Vec<serde_json::Value> = std::fs::read_to_string(o.run_dir.join("txnlog.jsonl"))
+            .expect("txnlog.jsonl")
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let viewed = |l: &&serde_json::Value| {
+            l["coordinator"] == 0 && l["log"]["cursors"].as_object().is_some_and(|c| !c.is_empty())
+        };
+        assert!(
+            lines.iter().filter(viewed).any(|l| l["t_ms"].as_u64().unwrap() < kill_at),
+            "no view of the log before the kill at {kill_at} ms: {lines:?}"
+        );
+        assert!(
+            lines.iter().filter(viewed).any(|l| l["t_ms"].as_u64().unwrap() > healed_at),
+            "no view of the log after the heal at {healed_at} ms: {lines:?}"
+        );
         drop(h);
         let run_dir = o.run_dir.clone();
         tokio::task::spawn_blocking(move || assert_verdict_matches_readback(&run_dir)).await.unwrap();

@@ -1,0 +1,299 @@
+//! The coordinators' transaction logs, watched while a run's faults hit a coordinator (a fault
+//! on its owner, an unload of the topic that assigns it): the cursor of `__transaction_log_N`
+//! before and after each kill, entry by entry (the coordinator-kill finding,
+//! docs/findings/committed-then-aborted-after-coordinator-kills.md).
+//!
+//! Every distinct answer of the admin API's `coordinatorInternalStats` (or its refusal) goes
+//! to the run directory's `txnlog.jsonl` with the history's time; the history notes the last
+//! view before a coordinator's log became unreadable and the first after, and names a
+//! mark-delete position that went back across the gap. [`Watch`] decides that and is pure.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::sync::watch;
+
+use crate::admin::{txn_log_path, Admin, TxnLogView};
+use crate::history::{EventBody, History};
+use crate::plan::{Plan, PlannedTarget};
+use crate::scenario::{FaultKind, UnloadScope};
+use crate::stuck::parse_position;
+
+/// The run directory's file.
+pub const FILE: &str = "txnlog.jsonl";
+
+/// How often each coordinator's log is asked for.
+pub const EVERY: Duration = Duration::from_millis(250);
+
+/// Whether the plan's faults hit a coordinator: a fault aimed at a coordinator's owner, or an
+/// unload of the topic that assigns the coordinators.
+pub fn wanted(plan: &Plan) -> bool {
+    plan.faults.iter().any(|f| {
+        matches!(f.target, PlannedTarget::CoordinatorOwner { .. })
+            || matches!(&f.kind, FaultKind::TopicUnload { scope: UnloadScope::Topic(t) }
+                if t.contains(crate::txn::coordinator::TC_ASSIGN_TOPIC))
+    })
+}
+
+/// One line of `txnlog.jsonl`: what the admin API answered for one coordinator at `t_ms`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Line {
+    pub t_ms: u64,
+    pub coordinator: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<TxnLogView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What one answer adds: a line for the file when it differs from the last, and a history
+/// note at a gap's start or end.
+#[derive(Debug, Default, PartialEq)]
+pub struct Step {
+    pub line: Option<Line>,
+    pub note: Option<String>,
+}
+
+#[derive(Debug)]
+enum Seen {
+    View(TxnLogView),
+    Failed {
+        since_ms: u64,
+        error: String,
+        before: Option<TxnLogView>,
+    },
+}
+
+/// The last answer per coordinator.
+#[derive(Debug, Default)]
+pub struct Watch {
+    last: BTreeMap<u32, Seen>,
+}
+
+impl Watch {
+    pub fn observe(&mut self, t_ms: u64, id: u32, answer: Result<TxnLogView, String>) -> Step {
+        let line = |log: Option<TxnLogView>, error: Option<String>| {
+            Some(Line {
+                t_ms,
+                coordinator: id,
+                log,
+                error,
+            })
+        };
+        match (self.last.remove(&id), answer) {
+            (Some(Seen::View(a)), Ok(v)) if a == v => {
+                self.last.insert(id, Seen::View(a));
+                Step::default()
+            }
+            (None | Some(Seen::View(_)), Ok(v)) => {
+                self.last.insert(id, Seen::View(v.clone()));
+                Step {
+                    line: line(Some(v), None),
+                    note: None,
+                }
+            }
+            (Some(Seen::View(a)), Err(e)) => {
+                let note = format!(
+                    "coordinator {id}'s transaction log became unreadable (GET {}: {e}); its last view, at most {} ms before: {}",
+                    txn_log_path(id),
+                    EVERY.as_millis(),
+                    describe(&a)
+                );
+                self.last.insert(
+                    id,
+                    Seen::Failed {
+                        since_ms: t_ms,
+                        error: e.clone(),
+                        before: Some(a),
+                    },
+                );
+                Step {
+                    line: line(None, Some(e)),
+                    note: Some(note),
+                }
+            }
+            (None, Err(e)) => {
+                self.last.insert(
+                    id,
+                    Seen::Failed {
+                        since_ms: t_ms,
+                        error: e.clone(),
+                        before: None,
+                    },
+                );
+                Step {
+                    line: line(None, Some(e)),
+                    note: None,
+                }
+            }
+            (
+                Some(Seen::Failed {
+                    since_ms,
+                    error,
+                    before,
+                }),
+                Err(e),
+            ) => {
+                let changed = e != error;
+                self.last.insert(
+                    id,
+                    Seen::Failed {
+                        since_ms,
+                        error: e.clone(),
+                        before,
+                    },
+                );
+                Step {
+                    line: if changed { line(None, Some(e)) } else { None },
+                    note: None,
+                }
+            }
+            (
+                Some(Seen::Failed {
+                    since_ms, before, ..
+                }),
+                Ok(v),
+            ) => {
+                let mut note = format!(
+                    "coordinator {id}'s transaction log readable again after {} ms: {}",
+                    t_ms.saturating_sub(since_ms),
+                    describe(&v)
+                );
+                if let Some(b) = &before {
+                    for (name, was, now) in went_back(b, &v) {
+                        note.push_str(&format!(
+                            "; cursor {name}'s markDeletePosition went back from {was} to {now} across the gap"
+                        ));
+                    }
+                }
+                self.last.insert(id, Seen::View(v.clone()));
+                Step {
+                    line: line(Some(v), None),
+                    note: Some(note),
+                }
+            }
+        }
+    }
+}
+
+/// A view in one line: the last entry and each cursor's positions, in Pulsar's words.
+pub fn describe(v: &TxnLogView) -> String {
+    let mut s = format!(
+        "lastConfirmedEntry {}",
+        v.last_confirmed.as_deref().unwrap_or("(absent)")
+    );
+    for (name, c) in &v.cursors {
+        s.push_str(&format!(
+            "; cursor {name}: markDeletePosition {}, readPosition {}, individuallyDeletedMessages {}, cursorLedger {}:{}",
+            c.mark_delete_position.as_deref().unwrap_or("(absent)"),
+            c.read_position.as_deref().unwrap_or("(absent)"),
+            c.individually_deleted_messages.as_deref().unwrap_or("(absent)"),
+            c.cursor_ledger.map_or("(absent)".into(), |l| l.to_string()),
+            c.cursor_ledger_last_entry.map_or("(absent)".into(), |e| e.to_string()),
+        ));
+    }
+    s
+}
+
+/// The cursors whose mark-delete position is lower in `now` than in `before`: (name, before,
+/// now).
+pub fn went_back(before: &TxnLogView, now: &TxnLogView) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for (name, c) in &now.cursors {
+        let Some(b) = before.cursors.get(name) else {
+            continue;
+        };
+        let (Some(was), Some(is)) = (&b.mark_delete_position, &c.mark_delete_position) else {
+            continue;
+        };
+        if let (Some(w), Some(i)) = (parse_position(was), parse_position(is)) {
+            if i < w {
+                out.push((name.clone(), was.clone(), is.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// The watch of a run: its task, and how to end it.
+pub(super) struct Watcher {
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Watcher {
+    /// Start watching every loaded coordinator's log (coordinator 0 when the admin API cannot
+    /// list them), writing to `path`.
+    pub(super) fn spawn(admin: Admin, history: History, path: PathBuf) -> Watcher {
+        let (stop, mut stopped) = watch::channel(false);
+        let task = tokio::spawn(async move {
+            let mut file = match std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+            {
+                Ok(f) => f,
+                Err(e) => {
+                    history.record(EventBody::Note {
+                        message: format!(
+                            "the coordinators' transaction logs are not watched: {}: {e}",
+                            path.display()
+                        ),
+                    });
+                    return;
+                }
+            };
+            let ids: Vec<u32> = match admin.coordinator_stats().await {
+                Ok(m) if !m.is_empty() => m.into_keys().collect(),
+                _ => vec![0],
+            };
+            history.record(EventBody::Note {
+                message: format!(
+                    "watching the transaction log of coordinator(s) {ids:?} every {} ms (GET {}, {} in the run directory)",
+                    EVERY.as_millis(),
+                    txn_log_path(ids[0]),
+                    FILE
+                ),
+            });
+            let mut w = Watch::default();
+            let mut tick = tokio::time::interval(EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                let last = tokio::select! {
+                    _ = tick.tick() => false,
+                    _ = stopped.changed() => true,
+                };
+                for &id in &ids {
+                    let answer = admin.txn_log(id).await.map_err(|e| e.to_string());
+                    let step = w.observe(history.now_ms(), id, answer);
+                    if let Some(l) = step.line {
+                        let mut text = serde_json::to_string(&l).expect("lines serialize");
+                        text.push('\n');
+                        if let Err(e) = file.write_all(text.as_bytes()) {
+                            tracing::warn!("{}: {e}", path.display());
+                        }
+                    }
+                    if let Some(message) = step.note {
+                        history.record(EventBody::Note { message });
+                    }
+                }
+                if last {
+                    return;
+                }
+            }
+        });
+        Watcher { stop, task }
+    }
+
+    /// One last look at every log, then stop.
+    pub(super) async fn finish(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
+#[cfg(test)]
+mod tests;
