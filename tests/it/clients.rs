@@ -447,6 +447,77 @@ fn java_and_go_pass_a_transform_smoke_with_an_independent_readback() {
     }
 }
 
+/// A transform through the Java driver, its harness SIGKILLed while commits are under way:
+/// the driver sees its input close and exits, `--resume` starts a new driver whose consumers
+/// get back every input the killed run had not committed, and the run passes, the output
+/// exactly once by another client's read.
+#[test]
+fn a_java_transform_whose_harness_is_killed_resumes_with_a_new_driver_to_a_pass() {
+    let dir = tmpdir("clients-transform-resume");
+    let rt = rt();
+    let tc = shared_standalone();
+    let urls = urls(tc);
+    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let name = "java-transform-resume";
+    let s = write(
+        &dir,
+        &format!("{name}.yaml"),
+        &format!("name: {name}\nworkload:\n  kind: transform\n  topic: persistent://public/default/{name}\n  partitions: 2\n  messages: 6000\n  txn_size: 10\n  batch_size: 1\n  consumers: 2\n  subscription_type: shared\n  client: java\n  deadline: 4m\n"),
+    );
+    let mut child = bin()
+        .args(run_args(&s, 35, &dir, &urls))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("segment-0.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let rd = wait_run_dir(&dir, &mut child);
+    let first = wait_for_moment(&dir, &mut child, "commits under way", || {
+        (count(&rd, "commit_requested", "") >= 30)
+            .then(|| driver_pid(&rd))
+            .flatten()
+    });
+    kill_now(&mut child, &rd);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while alive(first) {
+        assert!(
+            Instant::now() < deadline,
+            "the driver {first} outlived its harness"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let committed_before = count(&rd, "txn_outcome", "committed");
+    let mut child = resume(&rd, &dir.join("segment-1.log"));
+    let status = child.wait().unwrap();
+    let t = crate::durability::logs(&dir);
+    assert_eq!(status.code(), Some(0), "{t}");
+    let v = verdict(&rd);
+    assert_eq!(v["status"], "pass", "{v}");
+    assert!(
+        count(&rd, "txn_outcome", "committed") > committed_before,
+        "the resumed segment committed nothing"
+    );
+    let h = history(&rd);
+    let drivers = h
+        .iter()
+        .filter(|e| {
+            e["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("client: java"))
+        })
+        .count();
+    assert_eq!(drivers, 2, "one driver per segment");
+    assert_ne!(driver_pid(&rd), Some(first));
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(rd.join("run.json")).unwrap()).unwrap();
+    let payloads = rt.block_on(independent_readback(
+        info["service_url"].as_str().unwrap(),
+        info["topic"].as_str().unwrap(),
+    ));
+    let mut got = numbers(&payloads);
+    got.sort_unstable();
+    assert_eq!(got, (0..6000).collect::<Vec<u64>>());
+}
+
 #[test]
 fn client_keys_that_do_not_fit_exit_2_with_file_line_and_column() {
     let dir = tmpdir("clients-bad");
