@@ -169,13 +169,13 @@ pub(super) async fn execute(
         active.clone(),
     );
     // The coordinators' transaction logs, while faults hit a coordinator.
-    let txnlog = super::txnlog::wanted(fault_plan).then(|| {
-        super::txnlog::Watcher::spawn(
-            admin.clone(),
-            history.clone(),
-            dir.file(super::txnlog::FILE),
-        )
-    });
+    let txnlog = super::txnlog::Watcher::start(
+        fault_plan,
+        &admin,
+        env.cluster.as_deref(),
+        &history,
+        dir.file(super::txnlog::FILE),
+    );
     let (report, stalled_since) = produce(
         req,
         &producer,

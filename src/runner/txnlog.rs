@@ -59,7 +59,8 @@ pub struct Step {
 
 #[derive(Debug)]
 enum Seen {
-    View(TxnLogView),
+    /// The last view, and when it was answered.
+    View(u64, TxnLogView),
     Failed {
         since_ms: u64,
         error: String,
@@ -84,22 +85,23 @@ impl Watch {
             })
         };
         match (self.last.remove(&id), answer) {
-            (Some(Seen::View(a)), Ok(v)) if a == v => {
-                self.last.insert(id, Seen::View(a));
+            (Some(Seen::View(_, a)), Ok(v)) if a == v => {
+                self.last.insert(id, Seen::View(t_ms, a));
                 Step::default()
             }
-            (None | Some(Seen::View(_)), Ok(v)) => {
-                self.last.insert(id, Seen::View(v.clone()));
+            (None | Some(Seen::View(..)), Ok(v)) => {
+                self.last.insert(id, Seen::View(t_ms, v.clone()));
                 Step {
                     line: line(Some(v), None),
                     note: None,
                 }
             }
-            (Some(Seen::View(a)), Err(e)) => {
+            (Some(Seen::View(at, a)), Err(e)) => {
+                // A request to a broker that was just killed can take its whole timeout: the
+                // last view is dated by its own answer, not by this failure.
                 let note = format!(
-                    "coordinator {id}'s transaction log became unreadable (GET {}: {e}); its last view, at most {} ms before: {}",
+                    "coordinator {id}'s transaction log became unreadable (GET {}: {e}); its last view, answered at t={at} ms: {}",
                     txn_log_path(id),
-                    EVERY.as_millis(),
                     describe(&a)
                 );
                 self.last.insert(
@@ -169,7 +171,7 @@ impl Watch {
                         ));
                     }
                 }
-                self.last.insert(id, Seen::View(v.clone()));
+                self.last.insert(id, Seen::View(t_ms, v.clone()));
                 Step {
                     line: line(Some(v), None),
                     note: Some(note),
@@ -218,6 +220,18 @@ pub fn went_back(before: &TxnLogView, now: &TxnLogView) -> Vec<(String, String, 
     out
 }
 
+/// Coordinator `id`'s log from the first admin API that answers; else every refusal, in order.
+async fn ask(admins: &[Admin], id: u32) -> Result<TxnLogView, String> {
+    let mut errors = Vec::new();
+    for a in admins {
+        match a.txn_log(id).await {
+            Ok(v) => return Ok(v),
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    Err(errors.join("; "))
+}
+
 /// The watch of a run: its task, and how to end it.
 pub(super) struct Watcher {
     stop: watch::Sender<bool>,
@@ -225,9 +239,35 @@ pub(super) struct Watcher {
 }
 
 impl Watcher {
+    /// The watch of a run whose plan hits a coordinator ([`wanted`]), else None. It asks
+    /// `admin`, then every other broker of the harness's cluster.
+    pub(super) fn start(
+        plan: &Plan,
+        admin: &Admin,
+        cluster: Option<&crate::cluster::Cluster>,
+        history: &History,
+        path: PathBuf,
+    ) -> Option<Watcher> {
+        if !wanted(plan) {
+            return None;
+        }
+        let mut admins = vec![admin.clone()];
+        if let Some(c) = cluster {
+            admins.extend(
+                c.brokers()
+                    .iter()
+                    .filter(|b| b.admin_url != admin.base())
+                    .map(|b| Admin::new(&b.admin_url)),
+            );
+        }
+        Some(Watcher::spawn(admins, history.clone(), path))
+    }
+
     /// Start watching every loaded coordinator's log (coordinator 0 when the admin API cannot
-    /// list them), writing to `path`.
-    pub(super) fn spawn(admin: Admin, history: History, path: PathBuf) -> Watcher {
+    /// list them), writing to `path`. `admins`: the run's admin API first, then every other
+    /// broker's: a request the first cannot answer (its broker was just killed) is asked of the
+    /// next, which redirects to the coordinator's new owner.
+    pub(super) fn spawn(admins: Vec<Admin>, history: History, path: PathBuf) -> Watcher {
         let (stop, mut stopped) = watch::channel(false);
         let task = tokio::spawn(async move {
             let mut file = match std::fs::OpenOptions::new()
@@ -246,7 +286,7 @@ impl Watcher {
                     return;
                 }
             };
-            let ids: Vec<u32> = match admin.coordinator_stats().await {
+            let ids: Vec<u32> = match admins[0].coordinator_stats().await {
                 Ok(m) if !m.is_empty() => m.into_keys().collect(),
                 _ => vec![0],
             };
@@ -267,7 +307,7 @@ impl Watcher {
                     _ = stopped.changed() => true,
                 };
                 for &id in &ids {
-                    let answer = admin.txn_log(id).await.map_err(|e| e.to_string());
+                    let answer = ask(&admins, id).await;
                     let step = w.observe(history.now_ms(), id, answer);
                     if let Some(l) = step.line {
                         let mut text = serde_json::to_string(&l).expect("lines serialize");

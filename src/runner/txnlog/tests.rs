@@ -52,13 +52,19 @@ fn a_line_is_written_only_when_the_answer_changes() {
 fn a_gap_is_noted_with_the_views_on_both_sides_and_a_cursor_that_went_back() {
     let mut w = Watch::default();
     w.observe(0, 0, Ok(view("3:494", "3:494", "[]")));
-    let s = w.observe(250, 0, Err("HTTP 503: service unavailable".into()));
+    // The same view answered again: the last view is dated by this answer.
+    w.observe(250, 0, Ok(view("3:494", "3:494", "[]")));
+    let s = w.observe(3250, 0, Err("HTTP 503: service unavailable".into()));
     assert_eq!(
         s.line.as_ref().unwrap().error.as_deref(),
         Some("HTTP 503: service unavailable")
     );
     let note = s.note.unwrap();
     assert!(note.contains("became unreadable"), "{note}");
+    assert!(
+        note.contains("its last view, answered at t=250 ms"),
+        "{note}"
+    );
     assert!(note.contains("markDeletePosition 3:494"), "{note}");
     assert!(
         note.contains("coordinatorInternalStats/0?metadata=false"),
@@ -66,14 +72,14 @@ fn a_gap_is_noted_with_the_views_on_both_sides_and_a_cursor_that_went_back() {
     );
     // The same refusal again: nothing; another one: a line, no note.
     assert_eq!(
-        w.observe(500, 0, Err("HTTP 503: service unavailable".into())),
+        w.observe(3500, 0, Err("HTTP 503: service unavailable".into())),
         Step::default()
     );
-    let s = w.observe(750, 0, Err("connection refused".into()));
+    let s = w.observe(3750, 0, Err("connection refused".into()));
     assert!(s.line.is_some() && s.note.is_none());
     let s = w.observe(4250, 0, Ok(view("3:500", "3:463", "[(3:470..3:480]]")));
     let note = s.note.unwrap();
-    assert!(note.contains("readable again after 4000 ms"), "{note}");
+    assert!(note.contains("readable again after 1000 ms"), "{note}");
     assert!(
         note.contains(
             "cursor transaction.subscription's markDeletePosition went back from 3:494 to 3:463"
