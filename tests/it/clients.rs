@@ -220,14 +220,26 @@ fn a_killed_driver_is_the_harness_s_gap_and_a_killed_harness_resumes_with_a_new_
     let resumed = dir.join("resumed");
     std::fs::create_dir_all(&resumed).unwrap();
     let s = scenario(&dir, "harness-killed", "java", 30000, slow);
+    killed_mid_commit_then_resumed(&s, 34, &resumed, &urls);
+}
+
+/// Run `s` through the Java driver, SIGKILL the harness once 30 commits were asked for, check
+/// that its driver exits (its input closed), then `--resume`: the run must pass with a second
+/// driver. The run directory, and how many transactions had committed before the kill.
+fn killed_mid_commit_then_resumed(
+    s: &Path,
+    seed: u64,
+    dir: &Path,
+    urls: &[&str],
+) -> (std::path::PathBuf, usize) {
     let mut child = bin()
-        .args(run_args(&s, 34, &resumed, &urls))
+        .args(run_args(s, seed, dir, urls))
         .stdout(Stdio::null())
-        .stderr(std::fs::File::create(resumed.join("segment-0.log")).unwrap())
+        .stderr(std::fs::File::create(dir.join("segment-0.log")).unwrap())
         .spawn()
         .unwrap();
-    let rd = wait_run_dir(&resumed, &mut child);
-    let first = wait_for_moment(&resumed, &mut child, "commits under way", || {
+    let rd = wait_run_dir(dir, &mut child);
+    let first = wait_for_moment(dir, &mut child, "commits under way", || {
         (count(&rd, "commit_requested", "") >= 30)
             .then(|| driver_pid(&rd))
             .flatten()
@@ -241,13 +253,14 @@ fn a_killed_driver_is_the_harness_s_gap_and_a_killed_harness_resumes_with_a_new_
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let mut child = resume(&rd, &resumed.join("segment-1.log"));
+    let committed_before = count(&rd, "txn_outcome", "committed");
+    let mut child = resume(&rd, &dir.join("segment-1.log"));
     let status = child.wait().unwrap();
-    let t = crate::durability::logs(&resumed);
+    let t = crate::durability::logs(dir);
     assert_eq!(status.code(), Some(0), "{t}");
     let v = verdict(&rd);
     assert_eq!(v["status"], "pass", "{v}");
-    let notes = history(&rd)
+    let drivers = history(&rd)
         .iter()
         .filter(|e| {
             e["message"]
@@ -255,8 +268,9 @@ fn a_killed_driver_is_the_harness_s_gap_and_a_killed_harness_resumes_with_a_new_
                 .is_some_and(|m| m.starts_with("client: java"))
         })
         .count();
-    assert_eq!(notes, 2, "one driver per segment");
+    assert_eq!(drivers, 2, "one driver per segment");
     assert_ne!(driver_pid(&rd), Some(first));
+    (rd, committed_before)
 }
 
 /// A driver that cannot start once the cluster is up is the harness's gap: a run directory
@@ -464,49 +478,11 @@ fn a_java_transform_whose_harness_is_killed_resumes_with_a_new_driver_to_a_pass(
         &format!("{name}.yaml"),
         &format!("name: {name}\nworkload:\n  kind: transform\n  topic: persistent://public/default/{name}\n  partitions: 2\n  messages: 6000\n  txn_size: 10\n  batch_size: 1\n  consumers: 2\n  subscription_type: shared\n  client: java\n  deadline: 4m\n"),
     );
-    let mut child = bin()
-        .args(run_args(&s, 35, &dir, &urls))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("segment-0.log")).unwrap())
-        .spawn()
-        .unwrap();
-    let rd = wait_run_dir(&dir, &mut child);
-    let first = wait_for_moment(&dir, &mut child, "commits under way", || {
-        (count(&rd, "commit_requested", "") >= 30)
-            .then(|| driver_pid(&rd))
-            .flatten()
-    });
-    kill_now(&mut child, &rd);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while alive(first) {
-        assert!(
-            Instant::now() < deadline,
-            "the driver {first} outlived its harness"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let committed_before = count(&rd, "txn_outcome", "committed");
-    let mut child = resume(&rd, &dir.join("segment-1.log"));
-    let status = child.wait().unwrap();
-    let t = crate::durability::logs(&dir);
-    assert_eq!(status.code(), Some(0), "{t}");
-    let v = verdict(&rd);
-    assert_eq!(v["status"], "pass", "{v}");
+    let (rd, committed_before) = killed_mid_commit_then_resumed(&s, 35, &dir, &urls);
     assert!(
         count(&rd, "txn_outcome", "committed") > committed_before,
         "the resumed segment committed nothing"
     );
-    let h = history(&rd);
-    let drivers = h
-        .iter()
-        .filter(|e| {
-            e["message"]
-                .as_str()
-                .is_some_and(|m| m.starts_with("client: java"))
-        })
-        .count();
-    assert_eq!(drivers, 2, "one driver per segment");
-    assert_ne!(driver_pid(&rd), Some(first));
     let info: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(rd.join("run.json")).unwrap()).unwrap();
     let payloads = rt.block_on(independent_readback(
