@@ -18,8 +18,7 @@ fn main() {
         }
     };
     let code = runtime.block_on(async {
-        let work = commands::dispatch(cli.command);
-        tokio::pin!(work);
+        let mut work = commands::dispatch_boxed(cli.command);
         tokio::select! {
             r = &mut work => r,
             sig = lifecycle::signal() => {

@@ -26,6 +26,10 @@ pub const DEBIAN_SUITE: &str = "bookworm";
 pub const DEBIAN_PACKAGES: &str = "iproute2,nftables,procps,curl,ca-certificates,python3-minimal";
 
 /// Every Debian package of the root filesystem for a version.
+/// The cache's directory of downloaded Debian packages (debootstrap's `--cache-dir`), which
+/// `scripts/prepare` fills while cargo compiles.
+pub const DEBS_DIR: &str = "debs";
+
 pub fn debian_packages(version: &str) -> String {
     format!("{},{DEBIAN_PACKAGES}", versions::profile(version).jre)
 }
@@ -277,10 +281,14 @@ async fn ensure_rootfs(
             "debootstrap {DEBIAN_SUITE} into {} (about a minute)",
             tmp.display()
         );
+        // Packages downloaded once (by this build or by scripts/prepare) are kept for the next.
+        let debs = cache.join(DEBS_DIR);
+        std::fs::create_dir_all(&debs).map_err(|e| build_err("debootstrap")(e.to_string()))?;
         run(
             "debootstrap",
             Command::new("debootstrap")
                 .arg("--variant=minbase")
+                .arg(format!("--cache-dir={}", debs.display()))
                 .arg(format!("--include={packages}"))
                 .arg(DEBIAN_SUITE)
                 .arg(&tmp)
@@ -600,5 +608,21 @@ mod tests {
             "{POM}"
         );
         assert!(debian_packages("4.2.4").starts_with("openjdk-17-jre-headless,"));
+    }
+
+    #[test]
+    fn prepare_warms_what_the_default_image_build_downloads() {
+        let prepare = include_str!("../../scripts/prepare");
+        let line = |key: &str| {
+            prepare
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("{key}=")))
+                .unwrap_or_else(|| panic!("scripts/prepare has no `{key}=` line"))
+                .to_string()
+        };
+        assert_eq!(line("warm_version"), versions::DEFAULT);
+        assert_eq!(line("warm_packages"), debian_packages(versions::DEFAULT));
+        assert_eq!(line("warm_suite"), DEBIAN_SUITE);
+        assert!(prepare.contains(&format!("--cache-dir=\"$cache/{DEBS_DIR}\"")));
     }
 }

@@ -4,7 +4,7 @@
 use pulsar::message::proto::{MessageIdData, ServerError};
 
 use super::probe::probe_outcome;
-use super::worker::{probe_target, ranges, Input};
+use super::worker::{probe_target, ranges, Input, Registered};
 use crate::history::ProbeOutcome;
 use crate::txn::consumer::{classify_ack, Received};
 use crate::txn::TxnError;
@@ -121,4 +121,42 @@ impl CloneInput for Input {
             msg: self.msg.clone(),
         }
     }
+}
+
+#[test]
+fn an_attempt_registers_what_its_spare_lacks() {
+    let set = |v: &[usize]| {
+        v.iter()
+            .copied()
+            .collect::<std::collections::BTreeSet<usize>>()
+    };
+    let spare = Registered {
+        inputs: set(&[0, 1]),
+        outputs: set(&[2, 3]),
+    };
+    let needs = |inputs: &[usize], outputs: &[usize]| Registered {
+        inputs: set(inputs),
+        outputs: set(outputs),
+    };
+    // The same partitions as the attempt before: nothing left to register.
+    assert_eq!(
+        spare.missing(&needs(&[0, 1], &[2, 3])),
+        Registered::default()
+    );
+    // A new input partition and a new output partition: only those.
+    assert_eq!(
+        spare.missing(&needs(&[1, 4], &[0, 3])),
+        Registered {
+            inputs: set(&[4]),
+            outputs: set(&[0]),
+        }
+    );
+    // A spare that registered nothing (a driver's, or a failed registration): everything.
+    assert_eq!(
+        Registered::default().missing(&needs(&[0], &[1, 2])),
+        Registered {
+            inputs: set(&[0]),
+            outputs: set(&[1, 2]),
+        }
+    );
 }

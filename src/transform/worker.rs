@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pulsar::message::proto::MessageIdData;
+use pulsar::message::proto::{MessageIdData, TxnAction};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -52,6 +52,36 @@ pub(super) struct Worker {
     /// Its commit tasks; each holds one of `slots` until it has finished.
     commits: JoinSet<()>,
     slots: Arc<Semaphore>,
+    /// The transaction opened ahead for the next attempt (as the producer's spare): its
+    /// NEW_TXN and, with the own client, its registrations overlap this attempt's sends.
+    spare: Option<SpareTxn>,
+}
+
+/// What a transaction has registered with its coordinator (own client only): the
+/// subscription on these input partitions, and these output partitions.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Registered {
+    pub(super) inputs: BTreeSet<usize>,
+    pub(super) outputs: BTreeSet<usize>,
+}
+
+impl Registered {
+    /// What an attempt over `inputs` and `outputs` must still register in a transaction that
+    /// holds `self`.
+    pub(super) fn missing(&self, needs: &Registered) -> Registered {
+        Registered {
+            inputs: needs.inputs.difference(&self.inputs).copied().collect(),
+            outputs: needs.outputs.difference(&self.outputs).copied().collect(),
+        }
+    }
+}
+
+/// A transaction opened ahead: NEW_TXN, then (own client) the registrations the last attempt
+/// needed, in a task of its own.
+struct SpareTxn {
+    handle: tokio::task::JoinHandle<Result<(TxnId, Registered), String>>,
+    /// Taken before its NEW_TXN was asked (the transaction's age, as `Ready::asked`).
+    asked: Instant,
 }
 
 impl Worker {
@@ -121,6 +151,7 @@ impl Transformer {
             nudge: self.nudge.load(Ordering::SeqCst),
             commits: JoinSet::new(),
             slots: Arc::new(Semaphore::new(COMMITS_IN_FLIGHT)),
+            spare: None,
         };
         while !self.is_over() && Instant::now() < deadline {
             self.wait_reopened(&w).await;
@@ -138,6 +169,7 @@ impl Transformer {
                 }
             }
         }
+        self.discard(w.spare.take()).await;
         while let Some(done) = w.commits.join_next().await {
             self.task_ended(done);
         }
@@ -324,7 +356,7 @@ impl Transformer {
     /// it ended here (aborted, its inputs handed back). The batch counts busy; the caller ends
     /// that (for a `Ready` one, its commit task).
     async fn transact(
-        &self,
+        self: &Arc<Self>,
         w: &mut Worker,
         batch: Vec<Input>,
         deadline: Instant,
@@ -333,8 +365,14 @@ impl Transformer {
         let inputs: Vec<u64> = batch.iter().map(|i| i.n).collect();
         let outputs: Vec<u64> = inputs.iter().map(|n| self.cfg.function.apply(*n)).collect();
         self.stats.attempts.fetch_add(1, Ordering::Relaxed);
-        let asked = Instant::now();
-        let txn = match self.new_txn(deadline).await {
+        let needs = Registered {
+            inputs: batch.iter().map(|i| i.partition).collect(),
+            outputs: outputs
+                .iter()
+                .map(|n| (n % u64::from(self.cfg.partitions)) as usize)
+                .collect(),
+        };
+        let (txn, have, asked) = match self.take_txn(w, &needs, deadline).await {
             Ok(t) => t,
             Err(why) => {
                 self.hand_back(w, attempt, &batch, &[], why);
@@ -355,10 +393,17 @@ impl Transformer {
         });
         let op_deadline = (Instant::now() + self.cfg.txn_timeout)
             .min(deadline.max(Instant::now() + self.cfg.op_timeout));
-        if let Err((why, acked)) = self
-            .send_and_ack(w, attempt, txn, &batch, &outputs, op_deadline)
+        let done = match self
+            .register(attempt, txn, &have.missing(&needs), &outputs, op_deadline)
             .await
         {
+            Err(why) => Err((why, Vec::new())),
+            Ok(()) => {
+                self.send_and_ack(w, attempt, txn, &batch, &outputs, op_deadline)
+                    .await
+            }
+        };
+        if let Err((why, acked)) = done {
             // The broker hands back the acks of an aborted transaction itself; only the
             // others are asked for (asking for all makes copies that conflict later).
             let confirmed = self.abort(attempt, txn, why.clone()).await;
@@ -412,19 +457,10 @@ impl Transformer {
         &self,
         attempt: u64,
         txn: TxnId,
-        inputs: &BTreeSet<usize>,
-        output_parts: &[usize],
+        missing: &Registered,
         outputs: &[u64],
         op_deadline: Instant,
     ) -> Result<(), String> {
-        let subs: Vec<(String, String)> = inputs
-            .iter()
-            .map(|p| (self.input_partitions[*p].clone(), SUBSCRIPTION.to_string()))
-            .collect();
-        let names: Vec<String> = output_parts
-            .iter()
-            .map(|q| self.output_partitions[*q].clone())
-            .collect();
         let entry = crate::journal::Entry {
             attempt,
             txn,
@@ -445,21 +481,55 @@ impl Transformer {
             }
             return Ok(());
         }
-        let (journaled, subscribed, added) = tokio::join!(
+        let (journaled, registered) = tokio::join!(
             self.journal.submit(vec![Record::Opened(entry)]).synced(),
-            self.tcs.add_subscriptions(txn, &subs, op_deadline),
-            self.tcs.add_partitions(txn, &names, op_deadline),
+            self.register_in(txn, missing, op_deadline),
         );
         if let Err(e) = journaled {
             self.stop(&format!("the journal failed: {e}"));
             return Err(format!("the journal failed: {e}"));
         }
+        registered
+    }
+
+    /// Register in `txn` the subscription on `r.inputs` and the partitions `r.outputs`, the
+    /// two requests at once (none for an empty set). Err: which failed, and why.
+    async fn register_in(
+        &self,
+        txn: TxnId,
+        r: &Registered,
+        op_deadline: Instant,
+    ) -> Result<(), String> {
+        let subs: Vec<(String, String)> = r
+            .inputs
+            .iter()
+            .map(|p| (self.input_partitions[*p].clone(), SUBSCRIPTION.to_string()))
+            .collect();
+        let names: Vec<String> = r
+            .outputs
+            .iter()
+            .map(|q| self.output_partitions[*q].clone())
+            .collect();
+        let (subscribed, added) = tokio::join!(
+            async {
+                if subs.is_empty() {
+                    return Ok(());
+                }
+                self.tcs.add_subscriptions(txn, &subs, op_deadline).await
+            },
+            async {
+                if names.is_empty() {
+                    return Ok(());
+                }
+                self.tcs.add_partitions(txn, &names, op_deadline).await
+            },
+        );
         subscribed.map_err(|e| format!("ADD_SUBSCRIPTION_TO_TXN failed: {e}"))?;
         added.map_err(|e| format!("ADD_PARTITION_TO_TXN failed: {e}"))?;
         Ok(())
     }
 
-    /// Register (`register`), send the outputs and acknowledge the inputs, all in `txn`; probe
+    /// Send the outputs and acknowledge the inputs, all in `txn` (registered); probe
     /// a conflict now and then. Err: why the attempt must be aborted.
     async fn send_and_ack(
         &self,
@@ -477,11 +547,6 @@ impl Transformer {
                 .or_default()
                 .push(*n);
         }
-        let inputs: BTreeSet<usize> = batch.iter().map(|i| i.partition).collect();
-        let output_parts: Vec<usize> = by_output.keys().copied().collect();
-        self.register(attempt, txn, &inputs, &output_parts, outputs, op_deadline)
-            .await
-            .map_err(|why| (why, Vec::new()))?;
         let batch_size = self.cfg.batch_size.max(1) as usize;
         let sends = by_output.iter().flat_map(|(q, numbers)| {
             numbers.chunks(batch_size).map(move |group| async move {
@@ -597,6 +662,113 @@ impl Transformer {
 }
 
 impl Transformer {
+    /// The transaction for an attempt that needs `needs` registered: the spare opened ahead
+    /// when there is one young enough (under half the transaction timeout), else one opened
+    /// now; with what it already holds registered, and when its NEW_TXN was asked. Unless the
+    /// run is over, a spare for the next attempt is then opened in a task of its own,
+    /// registering what this one needs (the next batch's partitions are most often the same),
+    /// so that its round trips overlap this attempt's sends and acks rather than precede the
+    /// next one's. Err: why no transaction could be had.
+    async fn take_txn(
+        self: &Arc<Self>,
+        w: &mut Worker,
+        needs: &Registered,
+        deadline: Instant,
+    ) -> Result<(TxnId, Registered, Instant), String> {
+        let taken = match w.spare.take() {
+            Some(s) if s.asked.elapsed() < self.cfg.txn_timeout / 2 => {
+                let asked = s.asked;
+                match s.handle.await {
+                    Ok(Ok((txn, have))) => Some((txn, have, asked)),
+                    Ok(Err(why)) => {
+                        tracing::debug!("transform: the spare transaction failed: {why}");
+                        None
+                    }
+                    Err(e) => {
+                        self.stop(&format!("a transform spare task panicked: {e}"));
+                        None
+                    }
+                }
+            }
+            old => {
+                self.discard(old).await;
+                None
+            }
+        };
+        let taken = match taken {
+            Some(t) => t,
+            None => {
+                let asked = Instant::now();
+                (self.new_txn(deadline).await?, Registered::default(), asked)
+            }
+        };
+        if !self.is_over() {
+            let me = Arc::clone(self);
+            let needs = needs.clone();
+            w.spare = Some(SpareTxn {
+                handle: tokio::spawn(async move { me.open_ahead(needs, deadline).await }),
+                asked: Instant::now(),
+            });
+        }
+        Ok(taken)
+    }
+
+    /// A spare: NEW_TXN, then with the own client the registrations of `needs` (a failed
+    /// registration leaves the spare with none: the attempt registers them itself).
+    async fn open_ahead(
+        &self,
+        needs: Registered,
+        deadline: Instant,
+    ) -> Result<(TxnId, Registered), String> {
+        let txn = self.new_txn(deadline).await?;
+        if self.driver.is_some() {
+            return Ok((txn, Registered::default()));
+        }
+        let op_deadline = Instant::now() + self.cfg.op_timeout;
+        match self.register_in(txn, &needs, op_deadline).await {
+            Ok(()) => Ok((txn, needs)),
+            Err(why) => {
+                tracing::debug!("transform: spare {txn}: {why}");
+                Ok((txn, Registered::default()))
+            }
+        }
+    }
+
+    /// End a spare no attempt will use: END_TXN ABORT (it holds no message and no ack).
+    /// Once the run is over a NEW_TXN still under way is cancelled; after a stop the abort is
+    /// not waited for either (the cluster may be gone; an unanswered spare ends by the
+    /// coordinator's timeout, holding nothing).
+    async fn discard(&self, spare: Option<SpareTxn>) {
+        let Some(s) = spare else { return };
+        if self.is_over() && !s.handle.is_finished() {
+            s.handle.abort();
+            return;
+        }
+        let over = self.stopped.lock().expect("lock").is_some();
+        let Ok(Ok((txn, _))) = s.handle.await else {
+            return;
+        };
+        let timeout = self.cfg.op_timeout + Duration::from_secs(10);
+        let abort = {
+            let tcs = self.tcs.clone();
+            let driver = self.driver.clone();
+            async move {
+                match driver {
+                    Some(d) => d.end(txn, false, timeout).await.map_err(|a| a.to_string()),
+                    None => tcs
+                        .end_txn(txn, TxnAction::Abort)
+                        .await
+                        .map_err(|e| e.to_string()),
+                }
+            }
+        };
+        if over {
+            tokio::spawn(abort);
+        } else if let Err(e) = abort.await {
+            tracing::debug!("transform: the abort of spare {txn}: {e}");
+        }
+    }
+
     /// A new transaction, through the driver when there is one. Err: why not.
     async fn new_txn(&self, deadline: Instant) -> Result<TxnId, String> {
         let Some(d) = &self.driver else {
