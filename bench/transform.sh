@@ -19,8 +19,12 @@
 #   A  inputs / the transform phase's elapsed time, from the run's producer.json
 #      (`messages_per_s`: first consumer started to every input confirmed committed and the
 #      backlog read as 0; the input's fill and the read-back are not in it). Input entries of
-#      one message (`batch_size: 1`, as the bundled transform scenarios, see
-#      docs/findings/transform-batch-member-conflict.md), Shared subscription, identity f.
+#      one message (`input_batch_size: 1`, as the bundled transform scenarios, see
+#      docs/findings/transform-batch-member-conflict.md, and as B's `produce -db` fill), a
+#      transaction's T outputs in one batched entry (`batch_size: T`: what the Java producer's
+#      default batching, 1 ms and up to 1,000 messages, makes of B2's T sends in a transaction;
+#      until 2026-12-04 A's outputs were one entry per message, B2's batched), Shared
+#      subscription, identity f.
 #   B  the input topic is filled first with plain `pulsar-perf produce -db` (not timed), then
 #      the tool runs from the earliest position on a Shared subscription until it has handled
 #      MESSAGES inputs; the figure is MESSAGES / (its last thread's "DONE" - its first consumer
@@ -73,7 +77,8 @@ workload:
   unique_topic: true
   messages: $n
   txn_size: $t
-  batch_size: 1
+  input_batch_size: 1
+  batch_size: $t
   consumers: $CONSUMERS
   subscription_type: shared
   message_size: $MESSAGE_SIZE

@@ -156,8 +156,8 @@ pub struct Transformer {
     /// The messages of those inputs: a copy that comes again (a redelivery asked while it was
     /// on its way) is dropped, not processed again.
     done: Mutex<std::collections::HashSet<worker::Key>>,
-    /// In-flight transactions (#19780), as the producer's: an attempt is journaled before its
-    /// first SEND and cleared once its outcome is definitive; `run --resume` settles the rest.
+    /// In-flight transactions (#19780), as the producer's: an attempt is journaled (synced
+    /// beside its SENDs and ACKs, before its commit) and cleared once its outcome is definitive; `run --resume` settles the rest.
     journal: Journal,
     /// Batches in hand, from a batch's first input received to the end of its transaction
     /// (for one handed off, the end of its commit task, hand-back included).

@@ -130,7 +130,10 @@ pub async fn fill_input(
         partitions: w.partitions,
         messages: w.messages,
         txn_size: w.txn_size.max(100),
-        batch_size: w.batch_size,
+        batch_size: w
+            .transform
+            .and_then(|t| t.input_batch_size)
+            .unwrap_or(w.batch_size),
         concurrency: 4,
         commits_in_flight: crate::scenario::DEFAULT_COMMITS_IN_FLIGHT,
         txn_timeout: w.txn_timeout,

@@ -1,9 +1,9 @@
 //! Continuing an interrupted transform run (`run --resume`). Its progress is Pulsar's: an input
 //! acknowledged in a committed transaction is never delivered again, and the inputs of any
 //! other transaction come back to the subscription once it ends. What the interruption left is
-//! the transactions it had in flight: the history names every attempt (`txn_opened` is synced
-//! before anything of it is sent) and the journal every attempt that may have sent something
-//! and has no definitive outcome. Each such transaction is aborted now if it is still open
+//! the transactions it had in flight: the history names every attempt (`txn_opened` is in the file
+//! before anything of it is sent) and the journal every attempt that may have asked to
+//! commit (its entry is synced before that) and has no definitive outcome. Each such transaction is aborted now if it is still open
 //! (which also hands its inputs back at once instead of at its timeout), and what the
 //! coordinator answers is recorded: committed or aborted only on its own words, anything else
 //! stays ambiguous and the subscription decides, as for an unknown commit.

@@ -4,7 +4,7 @@
 use pulsar::message::proto::{MessageIdData, ServerError};
 
 use super::probe::probe_outcome;
-use super::worker::{probe_target, ranges, Input, Registered};
+use super::worker::{probe_target, ranges, receiver_queue, Input, Registered};
 use crate::history::ProbeOutcome;
 use crate::txn::consumer::{classify_ack, Received};
 use crate::txn::TxnError;
@@ -159,4 +159,13 @@ fn an_attempt_registers_what_its_spare_lacks() {
             outputs: set(&[1, 2]),
         }
     );
+}
+
+#[test]
+fn a_consumer_holds_ten_transactions_worth_within_100_to_1000() {
+    assert_eq!(receiver_queue(1), 100);
+    assert_eq!(receiver_queue(10), 100);
+    assert_eq!(receiver_queue(25), 250);
+    assert_eq!(receiver_queue(100), 1000);
+    assert_eq!(receiver_queue(5000), 1000);
 }

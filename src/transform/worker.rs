@@ -26,6 +26,12 @@ use super::Transformer;
 /// Commits a worker has under way at once, each in a task of its own (as the producer's
 /// default `commits_in_flight`): while they wait for END_TXN the worker gathers and processes
 /// the next batch. A fixed number, not a scenario key.
+/// Spare transactions a worker keeps opened ahead. One was not enough: a spare's NEW_TXN and
+/// registrations are three writes to the coordinator's log (about 6 ms on 2 cores), longer
+/// than an attempt's own work at T=10 (about 5 ms), so each attempt waited about 4 ms for its
+/// spare (measured: 15.5 s of 37 s of workers' time in a 40,000-input run).
+const SPARES: usize = 2;
+
 const COMMITS_IN_FLIGHT: usize = crate::scenario::DEFAULT_COMMITS_IN_FLIGHT as usize;
 
 /// A message's place: input partition, ledger, entry, batch index (-1: not batched).
@@ -52,9 +58,9 @@ pub(super) struct Worker {
     /// Its commit tasks; each holds one of `slots` until it has finished.
     commits: JoinSet<()>,
     slots: Arc<Semaphore>,
-    /// The transaction opened ahead for the next attempt (as the producer's spare): its
-    /// NEW_TXN and, with the own client, its registrations overlap this attempt's sends.
-    spare: Option<SpareTxn>,
+    /// Transactions opened ahead for the next attempts (`SPARES` of them, oldest first): their
+    /// NEW_TXN and, with the own client, their registrations overlap the attempts before.
+    spares: std::collections::VecDeque<SpareTxn>,
 }
 
 /// What a transaction has registered with its coordinator (own client only): the
@@ -122,6 +128,15 @@ pub(super) fn ranges(numbers: &[u64]) -> Ranges {
     out
 }
 
+/// Messages a consumer may have on their way to it (FLOW permits; the official clients'
+/// receiver queue): ten transactions' worth, 100 to 1,000. Two transactions' worth (until
+/// 2026-12-04) starved the consumers at T=10: a FLOW goes out once half are taken, and the
+/// broker's next messages came after the worker had gathered what it held (measured: workers
+/// waiting in `gather` 5.7 s of 30 s; 1.1 s with 100).
+pub(super) fn receiver_queue(txn_size: u32) -> u32 {
+    (txn_size * 10).clamp(100, 1000)
+}
+
 /// The subscription type as the driver protocol names it.
 fn sub_type_name(t: SubscriptionType) -> &'static str {
     match t {
@@ -151,7 +166,7 @@ impl Transformer {
             nudge: self.nudge.load(Ordering::SeqCst),
             commits: JoinSet::new(),
             slots: Arc::new(Semaphore::new(COMMITS_IN_FLIGHT)),
-            spare: None,
+            spares: std::collections::VecDeque::new(),
         };
         while !self.is_over() && Instant::now() < deadline {
             self.wait_reopened(&w).await;
@@ -169,7 +184,9 @@ impl Transformer {
                 }
             }
         }
-        self.discard(w.spare.take()).await;
+        while let Some(s) = w.spares.pop_front() {
+            self.discard(Some(s)).await;
+        }
         while let Some(done) = w.commits.join_next().await {
             self.task_ended(done);
         }
@@ -214,7 +231,7 @@ impl Transformer {
                     subscription: SUBSCRIPTION,
                     sub_type: sub_type_name(self.cfg.sub_type),
                     consumer_name: &name,
-                    receiver_queue: (self.cfg.txn_size * 2).clamp(2, 1000),
+                    receiver_queue: receiver_queue(self.cfg.txn_size),
                 };
                 match Driven::subscribe(d, &args, self.cfg.op_timeout).await {
                     Ok(c) => w.consumers[p] = Some(Source::Driven(c)),
@@ -230,7 +247,7 @@ impl Transformer {
             }
             let opts = ConsumerOptions {
                 sub_type: sub_type(self.cfg.sub_type),
-                permits: (self.cfg.txn_size * 2).clamp(2, 1000),
+                permits: receiver_queue(self.cfg.txn_size),
                 consumer_name: Some(format!("{}-c{}", self.cfg.name, w.id)),
             };
             match TxnConsumer::subscribe(
@@ -393,15 +410,26 @@ impl Transformer {
         });
         let op_deadline = (Instant::now() + self.cfg.txn_timeout)
             .min(deadline.max(Instant::now() + self.cfg.op_timeout));
-        let done = match self
-            .register(attempt, txn, &have.missing(&needs), &outputs, op_deadline)
-            .await
-        {
-            Err(why) => Err((why, Vec::new())),
-            Ok(()) => {
-                self.send_and_ack(w, attempt, txn, &batch, &outputs, op_deadline)
+        // The journal's sync runs beside the registrations, SENDs and ACKs: the attempt asks to
+        // commit only once its entry is on disk (`run --resume` settles it from there), and a
+        // harness killed before that leaves `txn_opened` in the history, which a resumed run
+        // settles too. Only the own client registers; the official ones do at their first
+        // send and ack.
+        let missing = have.missing(&needs);
+        let work = async {
+            if self.driver.is_none() {
+                self.register_in(txn, &missing, op_deadline)
                     .await
+                    .map_err(|why| (why, Vec::new()))?;
             }
+            self.send_and_ack(w, attempt, txn, &batch, &outputs, op_deadline)
+                .await
+        };
+        let (journaled, done) = tokio::join!(self.journal_opened(attempt, txn, &outputs), work);
+        let done = match (journaled, done) {
+            (Ok(()), done) | (Err(_), done @ Err(_)) => done,
+            // Every ACK was answered in it: the abort hands them all back.
+            (Err(why), Ok(())) => Err((why, (0..batch.len()).collect())),
         };
         if let Err((why, acked)) = done {
             // The broker hands back the acks of an aborted transaction itself; only the
@@ -449,17 +477,13 @@ impl Transformer {
         }
     }
 
-    /// Journal the attempt (synced) and register in `txn` the subscription on its input
-    /// partitions and its output partitions, the three at once; nothing of the attempt is sent
-    /// before all three are done. Err: why the attempt must be aborted (a journal that fails
+    /// Journal the attempt, synced. Err: why the attempt must be aborted (a journal that fails
     /// also stops the run).
-    async fn register(
+    async fn journal_opened(
         &self,
         attempt: u64,
         txn: TxnId,
-        missing: &Registered,
         outputs: &[u64],
-        op_deadline: Instant,
     ) -> Result<(), String> {
         let entry = crate::journal::Entry {
             attempt,
@@ -467,29 +491,16 @@ impl Transformer {
             numbers: ranges(outputs),
             resend_of: None,
         };
-        if self.driver.is_some() {
-            // The official client registers the partitions and the subscription itself, at
-            // its first send and ack in the transaction.
-            if let Err(e) = self
-                .journal
-                .submit(vec![Record::Opened(entry)])
-                .synced()
-                .await
-            {
-                self.stop(&format!("the journal failed: {e}"));
-                return Err(format!("the journal failed: {e}"));
-            }
-            return Ok(());
-        }
-        let (journaled, registered) = tokio::join!(
-            self.journal.submit(vec![Record::Opened(entry)]).synced(),
-            self.register_in(txn, missing, op_deadline),
-        );
-        if let Err(e) = journaled {
+        if let Err(e) = self
+            .journal
+            .submit(vec![Record::Opened(entry)])
+            .synced()
+            .await
+        {
             self.stop(&format!("the journal failed: {e}"));
             return Err(format!("the journal failed: {e}"));
         }
-        registered
+        Ok(())
     }
 
     /// Register in `txn` the subscription on `r.inputs` and the partitions `r.outputs`, the
@@ -548,50 +559,59 @@ impl Transformer {
                 .push(*n);
         }
         let batch_size = self.cfg.batch_size.max(1) as usize;
-        let sends = by_output.iter().flat_map(|(q, numbers)| {
-            numbers.chunks(batch_size).map(move |group| async move {
-                if let Some(d) = &self.driver {
-                    // The client's own operation timeout should answer first.
-                    let patience = self.cfg.op_timeout + Duration::from_secs(10);
-                    return d
-                        .send(Some(txn), *q as u32, group, patience)
+        let sends: Vec<_> = by_output
+            .iter()
+            .flat_map(|(q, numbers)| {
+                numbers.chunks(batch_size).map(move |group| async move {
+                    if let Some(d) = &self.driver {
+                        // The client's own operation timeout should answer first.
+                        let patience = self.cfg.op_timeout + Duration::from_secs(10);
+                        return d
+                            .send(Some(txn), *q as u32, group, patience)
+                            .await
+                            .map(|ids| ids.len())
+                            .map_err(|a| self.driver_failed(attempt, txn, "send", &a));
+                    }
+                    let data = group
+                        .iter()
+                        .map(|n| crate::workload::payload(*n, self.cfg.message_size))
+                        .collect();
+                    self.producers[*q]
+                        .send_batch(Some(txn), data, self.cfg.op_timeout)
                         .await
                         .map(|ids| ids.len())
-                        .map_err(|a| self.driver_failed(attempt, txn, "send", &a));
-                }
-                let data = group
-                    .iter()
-                    .map(|n| crate::workload::payload(*n, self.cfg.message_size))
-                    .collect();
-                self.producers[*q]
-                    .send_batch(Some(txn), data, self.cfg.op_timeout)
-                    .await
-                    .map(|ids| ids.len())
-                    .map_err(|e| e.to_string())
+                        .map_err(|e| e.to_string())
+                })
             })
-        });
-        let mut sent = 0u64;
-        for r in futures::future::join_all(sends).await {
-            match r {
-                Ok(n) => sent += n as u64,
-                Err(e) => {
-                    self.stats.messages_sent.fetch_add(sent, Ordering::Relaxed);
-                    return Err((
-                        format!("a SEND failed ({e}); {sent} of {} receipts", outputs.len()),
-                        Vec::new(),
-                    ));
+            .collect();
+        // The SENDs and the ACKs go out together (as the Java client's users, and
+        // `pulsar-perf transaction`, do): both only need the transaction registered, and the
+        // commit waits for both. `sends_acked` is recorded when the last receipt came,
+        // `inputs_acked` once both are done, so the ACK latency the verdict quotes is what the
+        // ACKs added after the receipts.
+        let sends_done = async {
+            let mut sent = 0u64;
+            let mut failed: Option<String> = None;
+            for r in futures::future::join_all(sends).await {
+                match r {
+                    Ok(n) => sent += n as u64,
+                    Err(e) => {
+                        failed.get_or_insert(e);
+                    }
                 }
             }
-        }
-        self.stats.messages_sent.fetch_add(sent, Ordering::Relaxed);
-        self.history.record(EventBody::SendsAcked {
-            attempt,
-            messages: sent,
-        });
+            if failed.is_none() {
+                self.history.record(EventBody::SendsAcked {
+                    attempt,
+                    messages: sent,
+                });
+            }
+            (sent, failed)
+        };
         // One ACK per input, all at once: a refusal names one input (an ACK of several that
         // is refused leaves the others out of the consumer's unacknowledged set on 4.2.4, so
         // no redelivery brings them back).
-        let answers = {
+        let acks_done = {
             let consumers = &w.consumers;
             let acks = batch.iter().map(|i| async move {
                 match consumers[i.partition].as_ref() {
@@ -599,8 +619,10 @@ impl Transformer {
                     None => AckAnswer::NotSent("the consumer was lost".into()),
                 }
             });
-            futures::future::join_all(acks).await
+            futures::future::join_all(acks)
         };
+        let ((sent, send_failed), answers) = tokio::join!(sends_done, acks_done);
+        self.stats.messages_sent.fetch_add(sent, Ordering::Relaxed);
         let mut acked = Vec::new();
         let mut failed: Vec<(usize, AckAnswer)> = Vec::new();
         for (k, r) in answers.into_iter().enumerate() {
@@ -613,20 +635,43 @@ impl Transformer {
                 other => failed.push((k, other)),
             }
         }
-        if let Some((k, answer)) = failed.first() {
+        if let Some((_, answer)) = failed.first() {
             let (name, detail) = answer_words(answer);
             self.history.record(EventBody::InputsAcked {
                 attempt,
                 txn,
                 messages: failed.len() as u64,
                 answer: name.into(),
-                detail: detail.clone(),
+                detail,
             });
             for (k, a) in &failed {
                 if !matches!(a, AckAnswer::Refused(_) | AckAnswer::Aborted(_)) {
                     self.lost(w, batch[*k].partition, &answer_words(a).1);
                 }
             }
+        } else {
+            self.history.record(EventBody::InputsAcked {
+                attempt,
+                txn,
+                messages: batch.len() as u64,
+                answer: "acked".into(),
+                detail: match &self.driver {
+                    None => "ACK_RESPONSE without error".into(),
+                    Some(d) => format!(
+                        "{} client: every acknowledgement completed normally",
+                        d.kind
+                    ),
+                },
+            });
+        }
+        if let Some(e) = send_failed {
+            return Err((
+                format!("a SEND failed ({e}); {sent} of {} receipts", outputs.len()),
+                acked,
+            ));
+        }
+        if let Some((k, answer)) = failed.first() {
+            let (name, detail) = answer_words(answer);
             return Err((
                 format!(
                     "the ACK of {} of {} input(s) failed, the first ({} on {}): {name}: {detail}",
@@ -638,19 +683,6 @@ impl Transformer {
                 acked,
             ));
         }
-        self.history.record(EventBody::InputsAcked {
-            attempt,
-            txn,
-            messages: batch.len() as u64,
-            answer: "acked".into(),
-            detail: match &self.driver {
-                None => "ACK_RESPONSE without error".into(),
-                Some(d) => format!(
-                    "{} client: every acknowledgement completed normally",
-                    d.kind
-                ),
-            },
-        });
         if attempt % super::PROBE_EVERY == 1 && self.driver.is_none() {
             let whole_first = self.cfg.conflict_probe == ConflictProbe::Commit;
             if let Some(k) = probe_target(batch, whole_first) {
@@ -675,26 +707,27 @@ impl Transformer {
         needs: &Registered,
         deadline: Instant,
     ) -> Result<(TxnId, Registered, Instant), String> {
-        let taken = match w.spare.take() {
-            Some(s) if s.asked.elapsed() < self.cfg.txn_timeout / 2 => {
-                let asked = s.asked;
-                match s.handle.await {
-                    Ok(Ok((txn, have))) => Some((txn, have, asked)),
-                    Ok(Err(why)) => {
-                        tracing::debug!("transform: the spare transaction failed: {why}");
-                        None
-                    }
-                    Err(e) => {
-                        self.stop(&format!("a transform spare task panicked: {e}"));
-                        None
-                    }
+        let mut taken = None;
+        while let Some(s) = w.spares.pop_front() {
+            if s.asked.elapsed() >= self.cfg.txn_timeout / 2 {
+                self.discard(Some(s)).await;
+                continue;
+            }
+            let asked = s.asked;
+            match s.handle.await {
+                Ok(Ok((txn, have))) => {
+                    taken = Some((txn, have, asked));
+                    break;
+                }
+                Ok(Err(why)) => {
+                    tracing::debug!("transform: a spare transaction failed: {why}");
+                }
+                Err(e) => {
+                    self.stop(&format!("a transform spare task panicked: {e}"));
+                    break;
                 }
             }
-            old => {
-                self.discard(old).await;
-                None
-            }
-        };
+        }
         let taken = match taken {
             Some(t) => t,
             None => {
@@ -702,10 +735,10 @@ impl Transformer {
                 (self.new_txn(deadline).await?, Registered::default(), asked)
             }
         };
-        if !self.is_over() {
+        while !self.is_over() && w.spares.len() < SPARES {
             let me = Arc::clone(self);
             let needs = needs.clone();
-            w.spare = Some(SpareTxn {
+            w.spares.push_back(SpareTxn {
                 handle: tokio::spawn(async move { me.open_ahead(needs, deadline).await }),
                 asked: Instant::now(),
             });

@@ -15,6 +15,7 @@ mod durability;
 mod external;
 mod faults;
 mod faults_fired;
+mod findings;
 mod produce;
 mod recheck;
 mod replyloss;

@@ -321,10 +321,12 @@ impl EventBody {
         }
     }
 
-    /// Written and synced before `record` returns. `TxnOpened` is recorded after the attempt's
-    /// journal entry and before its first SEND, so after any crash every attempt that may have
-    /// sent something is in the history (its attempt number is never handed out again), and
-    /// so is every attempt the journal cleared (which happens only after `TxnOpened`).
+    /// Written through to the OS before `record` returns (not synced to the disk). `TxnOpened`
+    /// is recorded before the attempt's first SEND, so after a kill of the harness every
+    /// attempt that may have sent something is in the history (its attempt number is never
+    /// handed out again), and so is every attempt the journal cleared (which happens only
+    /// after `TxnOpened`). The journal, synced before the first SEND, is what names such an
+    /// attempt after a crash of the machine itself.
     pub fn is_durable(&self) -> bool {
         matches!(self, EventBody::TxnOpened { .. })
     }

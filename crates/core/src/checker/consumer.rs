@@ -95,7 +95,9 @@ pub struct ConsumerSummary {
     ack_samples: Vec<u64>,
 }
 
-/// The ACK latency of a transform run, in milliseconds of the history's clock.
+/// The ACK latency of a transform run, in milliseconds of the history's clock: from an
+/// attempt's `sends_acked` to its `inputs_acked` (the ACKs go out with the SENDs, so this is
+/// what they add after the last receipt).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AckLatency {
     /// Attempts measured.

@@ -127,6 +127,10 @@ pub struct WorkloadFile {
     pub input_transactional: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_abort_every: Option<u32>,
+    /// Messages per batched entry of the input's fill (default: `batch_size`, which then
+    /// applies to the outputs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_batch_size: Option<u32>,
     /// `abort` (default) or `commit`: what the transform's conflict probe does after its ACK.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conflict_probe: Option<super::ConflictProbe>,

@@ -71,6 +71,7 @@ pub(super) fn resolve_workload_file(w: &Workload) -> WorkloadFile {
         function: w.transform.map(|t| t.function),
         input_transactional: w.transform.map(|t| t.input_transactional),
         input_abort_every: w.transform.and_then(|t| t.input_abort_every),
+        input_batch_size: w.transform.and_then(|t| t.input_batch_size),
         // Written only when not the default, so the resolved text (and its hash in the
         // results store) of every scenario without the key stays as it was.
         conflict_probe: w

@@ -97,6 +97,9 @@ pub struct Transform {
     /// fill on purpose (its numbers are sent again in a new one), so the input's log holds
     /// aborted messages that no consumer may receive (apache/pulsar#19814).
     pub input_abort_every: Option<u32>,
+    /// Messages per batched entry of the input's fill; `None`: the workload's `batch_size`
+    /// (which is always the outputs').
+    pub input_batch_size: Option<u32>,
     /// What the conflict probe's transaction does after its ACK (`abort`, the default, or
     /// `commit`).
     pub conflict_probe: ConflictProbe,

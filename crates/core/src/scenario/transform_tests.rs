@@ -175,6 +175,27 @@ fn input_abort_every_goes_with_a_transactional_input() {
 }
 
 #[test]
+fn input_batch_size_defaults_to_batch_size_and_is_written_back_when_set() {
+    let s = parse("t.yaml", TRANSFORM).unwrap();
+    assert_eq!(s.workload.transform.unwrap().input_batch_size, None);
+    assert!(!s.resolved_yaml().contains("input_batch_size"));
+    let text = format!("{TRANSFORM}  batch_size: 10\n  input_batch_size: 1\n");
+    let s = parse("t.yaml", &text).unwrap();
+    assert_eq!(s.workload.batch_size, 10);
+    assert_eq!(s.workload.transform.unwrap().input_batch_size, Some(1));
+    let again = parse("resolved.yaml", &s.resolved_yaml()).unwrap();
+    assert_eq!(s.workload, again.workload);
+    for bad in ["0", "1001"] {
+        let (_, _, message) = located(&format!("{TRANSFORM}  input_batch_size: {bad}\n"));
+        assert!(message.contains("workload.input_batch_size"), "{message}");
+        assert!(message.contains("between 1 and 1000"), "{message}");
+    }
+    let produce = TRANSFORM.replace("  kind: transform\n", "  input_batch_size: 1\n");
+    let (_, _, message) = located(&produce);
+    assert!(message.contains("kind: transform"), "{message}");
+}
+
+#[test]
 fn conflict_probe_defaults_to_abort_and_takes_commit() {
     let s = parse("t.yaml", TRANSFORM).unwrap();
     assert_eq!(

@@ -22,6 +22,7 @@ pub(super) fn validate_transform(
             ("function", w.function.is_some()),
             ("input_transactional", w.input_transactional.is_some()),
             ("input_abort_every", w.input_abort_every.is_some()),
+            ("input_batch_size", w.input_batch_size.is_some()),
             ("conflict_probe", w.conflict_probe.is_some()),
         ] {
             if set {
@@ -73,6 +74,14 @@ pub(super) fn validate_transform(
             );
         }
     }
+    if let Some(n) = w.input_batch_size {
+        if !(1..=1000).contains(&n) {
+            return err(
+                &["workload", "input_batch_size"],
+                "must be between 1 and 1000",
+            );
+        }
+    }
     let conflict_probe = w.conflict_probe.unwrap_or_default();
     if conflict_probe != ConflictProbe::Abort && w.client.unwrap_or_default().is_foreign() {
         return err(
@@ -86,6 +95,7 @@ pub(super) fn validate_transform(
         function: w.function.unwrap_or_default(),
         input_transactional: w.input_transactional.unwrap_or(false),
         input_abort_every,
+        input_batch_size: w.input_batch_size,
         conflict_probe,
     }))
 }

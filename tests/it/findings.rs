@@ -1,0 +1,44 @@
+//! The findings' regression tests (issue 32 point 6): a bundled finding scenario run on a
+//! version that has the bug must not PASS. A PASS there means the harness no longer detects
+//! what it found (or Pulsar fixed it: then the scenario's `expect` and this test change
+//! together, with the fix named).
+
+use crate::bin::repo;
+use crate::common::*;
+
+/// The low-water-mark loss (docs/findings/lwm-abort-after-namespace-unload.md) on the default
+/// version, 4.2.4: its recipe lost committed transactions in 10 of 10 runs on a quiet machine
+/// and in every run that did not end STUCK under load (the other finding, which the same
+/// reloads provoke now and then). So: VIOLATION, every missing number Pulsar's with the
+/// broker's "Successes to abort low water mark" line quoted; or STUCK, naming what held the
+/// read. PASS or INCONCLUSIVE fails the test.
+#[test]
+fn the_low_water_mark_loss_is_found_on_4_2_4_not_passed() {
+    let dir = tmpdir("finding-lwm");
+    let scenario = repo("scenarios/findings/lwm-abort-after-namespace-unload.yaml");
+    let o = run_scenario(&scenario, 11, &dir, &["--pulsar-version", "4.2.4"]);
+    let t = text(&o);
+    let rd = run_dir_of(&t);
+    let v = verdict(&rd);
+    match v["status"].as_str().unwrap() {
+        "violation" => {
+            assert_eq!(o.status.code(), Some(1), "{t}");
+            let missing = v["missing"].as_array().unwrap();
+            assert!(!missing.is_empty(), "a violation without a loss: {v}");
+            assert_anomalies_are_pulsars(&v);
+            let evidence = v["missing"].to_string();
+            assert!(
+                evidence.contains("Successes to abort low water mark"),
+                "the loss does not quote the broker's low-water-mark abort: {evidence}"
+            );
+        }
+        "stuck" => {
+            assert_eq!(o.status.code(), Some(7), "{t}");
+            assert!(!v["reasons"].as_array().unwrap().is_empty(), "{v}");
+        }
+        other => panic!(
+            "the low-water-mark finding's recipe ended {other} on 4.2.4, which has the bug: \
+             the harness no longer finds it\n{t}"
+        ),
+    }
+}
