@@ -9,6 +9,13 @@ mod build;
 mod process;
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pulsar::message::proto::TxnAction;
+
+use crate::history::TxnId;
+use crate::txn::coordinator::Coordinators;
 
 pub use build::{build, Built};
 pub use process::{tail, Answer, ConnectArgs, Driver, Hello, SubscribeArgs};
@@ -67,4 +74,22 @@ pub enum DriverError {
     /// (`<client> client: connect failed: <its answer>`).
     #[error("{message}")]
     Connect { message: String },
+}
+
+/// END_TXN ABORT of `txn` through the client a run's attempts use: its official client's
+/// driver when it has one, else the own client's coordinators. The future owns its handles,
+/// so a caller may spawn it instead of waiting (a spare's abort after a stop).
+pub async fn abort_through(
+    driver: Option<Arc<Driver>>,
+    tcs: Arc<Coordinators>,
+    txn: TxnId,
+    timeout: Duration,
+) -> Result<(), String> {
+    match driver {
+        Some(d) => d.end(txn, false, timeout).await.map_err(|a| a.to_string()),
+        None => tcs
+            .end_txn(txn, TxnAction::Abort)
+            .await
+            .map_err(|e| e.to_string()),
+    }
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pulsar::message::proto::{MessageIdData, TxnAction};
+use pulsar::message::proto::MessageIdData;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -781,20 +781,12 @@ impl Transformer {
         let Ok(Ok((txn, _))) = s.handle.await else {
             return;
         };
-        let timeout = self.cfg.op_timeout + Duration::from_secs(10);
-        let abort = {
-            let tcs = self.tcs.clone();
-            let driver = self.driver.clone();
-            async move {
-                match driver {
-                    Some(d) => d.end(txn, false, timeout).await.map_err(|a| a.to_string()),
-                    None => tcs
-                        .end_txn(txn, TxnAction::Abort)
-                        .await
-                        .map_err(|e| e.to_string()),
-                }
-            }
-        };
+        let abort = crate::drivers::abort_through(
+            self.driver.clone(),
+            self.tcs.clone(),
+            txn,
+            self.cfg.op_timeout + Duration::from_secs(10),
+        );
         if over {
             tokio::spawn(abort);
         } else if let Err(e) = abort.await {

@@ -5,7 +5,6 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use pulsar::message::proto::TxnAction;
 use tokio::time::Instant;
 
 use std::time::Duration;
@@ -285,18 +284,12 @@ impl Producer {
         &self,
         txn: TxnId,
     ) -> impl std::future::Future<Output = Result<(), String>> + Send + 'static {
-        let tcs = self.tcs.clone();
-        let driver = self.driver.clone();
-        let timeout = self.cfg.op_timeout + Duration::from_secs(10);
-        async move {
-            match driver {
-                Some(d) => d.end(txn, false, timeout).await.map_err(|a| a.to_string()),
-                None => tcs
-                    .end_txn(txn, TxnAction::Abort)
-                    .await
-                    .map_err(|e| e.to_string()),
-            }
-        }
+        crate::drivers::abort_through(
+            self.driver.clone(),
+            self.tcs.clone(),
+            txn,
+            self.cfg.op_timeout + Duration::from_secs(10),
+        )
     }
 
     /// Open a transaction, then take fresh numbers for it.
