@@ -42,3 +42,28 @@ fn the_low_water_mark_loss_is_found_on_4_2_4_not_passed() {
         ),
     }
 }
+
+/// The batch-member conflict (docs/findings/transform-batch-member-conflict.md) on 4.2.4: one
+/// open transaction holding every member of a batched input entry lets a second transaction
+/// acknowledge a member of it, and with `conflict_probe: commit` both commit, so the input's
+/// output is there twice. 10 of 10 runs a violation on both versions; a PASS here means the
+/// probe no longer reaches the case (or Pulsar refuses it now).
+#[test]
+fn the_batch_member_conflict_is_found_on_4_2_4_not_passed() {
+    let dir = tmpdir("finding-batch-member");
+    let scenario = repo("scenarios/findings/transform-batch-member-conflict.yaml");
+    let o = run_scenario(&scenario, 1, &dir, &["--pulsar-version", "4.2.4"]);
+    let t = text(&o);
+    let v = verdict(&run_dir_of(&t));
+    assert_eq!(v["status"], "violation", "{t}");
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    let c = &v["consumer"];
+    assert!(
+        c["probes_accepted"].as_u64().unwrap() >= 1,
+        "no probe was accepted: {c}"
+    );
+    // The consequence, in the read-back: the probed inputs' outputs committed twice, each
+    // Pulsar's doing with its evidence.
+    assert!(!v["duplicates"].as_array().unwrap().is_empty(), "{v}");
+    assert_anomalies_are_pulsars(&v);
+}
