@@ -72,7 +72,7 @@ pub(super) struct Registered {
 }
 
 impl Registered {
-    /// What an attempt over `inputs` and `outputs` must still register in a transaction that
+    /// What an attempt that needs `needs` must still register in a transaction that already
     /// holds `self`.
     pub(super) fn missing(&self, needs: &Registered) -> Registered {
         Registered {
