@@ -106,7 +106,7 @@ impl Transformer {
     async fn commit_probe(&self, probe: TxnId, n: u64, op_deadline: Instant) {
         let attempt = self.next_attempt.fetch_add(1, Ordering::Relaxed);
         let output = self.cfg.function.apply(n);
-        let q = (output % u64::from(self.cfg.partitions)) as usize;
+        let q = self.output_partition(output);
         self.history.record(EventBody::TxnOpened {
             attempt,
             txn: probe,

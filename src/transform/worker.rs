@@ -185,7 +185,7 @@ impl Transformer {
             }
         }
         while let Some(s) = w.spares.pop_front() {
-            self.discard(Some(s)).await;
+            self.discard(s).await;
         }
         while let Some(done) = w.commits.join_next().await {
             self.task_ended(done);
@@ -384,10 +384,7 @@ impl Transformer {
         self.stats.attempts.fetch_add(1, Ordering::Relaxed);
         let needs = Registered {
             inputs: batch.iter().map(|i| i.partition).collect(),
-            outputs: outputs
-                .iter()
-                .map(|n| (n % u64::from(self.cfg.partitions)) as usize)
-                .collect(),
+            outputs: outputs.iter().map(|n| self.output_partition(*n)).collect(),
         };
         let (txn, have, asked) = match self.take_txn(w, &needs, deadline).await {
             Ok(t) => t,
@@ -554,7 +551,7 @@ impl Transformer {
         let mut by_output: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
         for n in outputs {
             by_output
-                .entry((n % u64::from(self.cfg.partitions)) as usize)
+                .entry(self.output_partition(*n))
                 .or_default()
                 .push(*n);
         }
@@ -710,7 +707,7 @@ impl Transformer {
         let mut taken = None;
         while let Some(s) = w.spares.pop_front() {
             if s.asked.elapsed() >= self.cfg.txn_timeout / 2 {
-                self.discard(Some(s)).await;
+                self.discard(s).await;
                 continue;
             }
             let asked = s.asked;
@@ -771,13 +768,12 @@ impl Transformer {
     /// Once the run is over a NEW_TXN still under way is cancelled; after a stop the abort is
     /// not waited for either (the cluster may be gone; an unanswered spare ends by the
     /// coordinator's timeout, holding nothing).
-    async fn discard(&self, spare: Option<SpareTxn>) {
-        let Some(s) = spare else { return };
+    async fn discard(&self, s: SpareTxn) {
         if self.is_over() && !s.handle.is_finished() {
             s.handle.abort();
             return;
         }
-        let over = self.stopped.lock().expect("lock").is_some();
+        let stopped = self.stopped.lock().expect("lock").is_some();
         let Ok(Ok((txn, _))) = s.handle.await else {
             return;
         };
@@ -787,11 +783,16 @@ impl Transformer {
             txn,
             self.cfg.op_timeout + Duration::from_secs(10),
         );
-        if over {
+        if stopped {
             tokio::spawn(abort);
         } else if let Err(e) = abort.await {
             tracing::debug!("transform: the abort of spare {txn}: {e}");
         }
+    }
+
+    /// The output partition of the output `n` (its number modulo the partitions).
+    pub(super) fn output_partition(&self, n: u64) -> usize {
+        (n % u64::from(self.cfg.partitions)) as usize
     }
 
     /// A new transaction, through the driver when there is one. Err: why not.
