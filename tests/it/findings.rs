@@ -6,6 +6,35 @@
 use crate::bin::repo;
 use crate::common::*;
 
+/// What a finding's scenario run on 4.2.4 ended with: its exit code, its output, its verdict.
+/// The scratch directory comes back too: it is kept when the test fails. The scenario runs as
+/// bundled but for its standalone's ports, free ones: on the default ports two of these tests
+/// at once collided ("Bind for 127.0.0.1:8080 failed: port is already allocated").
+fn run_on_4_2_4(name: &str, seed: u64) -> (Option<i32>, String, serde_json::Value, Scratch) {
+    let dir = tmpdir(&format!("finding-{name}"));
+    let bundled =
+        std::fs::read_to_string(repo(&format!("scenarios/findings/{name}.yaml"))).unwrap();
+    let cluster = "cluster:\n  topology: standalone\n";
+    assert!(
+        bundled.contains(cluster),
+        "{name}: its cluster block changed"
+    );
+    let scenario = write(
+        &dir,
+        &format!("{name}.yaml"),
+        &bundled.replace(cluster, &standalone_cluster_yaml()),
+    );
+    let o = run_scenario(&scenario, seed, &dir, &["--pulsar-version", "4.2.4"]);
+    let t = text(&o);
+    let rd = run_dir_of(&t);
+    assert!(
+        rd.join("verdict.json").exists(),
+        "the run ended without a verdict (exit {:?}):\n{t}",
+        o.status.code()
+    );
+    (o.status.code(), t, verdict(&rd), dir)
+}
+
 /// The low-water-mark loss (docs/findings/lwm-abort-after-namespace-unload.md) on the default
 /// version, 4.2.4: its recipe lost committed transactions in 10 of 10 runs on a quiet machine
 /// and in every run that did not end STUCK under load (the other finding, which the same
@@ -14,15 +43,10 @@ use crate::common::*;
 /// read. PASS or INCONCLUSIVE fails the test.
 #[test]
 fn the_low_water_mark_loss_is_found_on_4_2_4_not_passed() {
-    let dir = tmpdir("finding-lwm");
-    let scenario = repo("scenarios/findings/lwm-abort-after-namespace-unload.yaml");
-    let o = run_scenario(&scenario, 11, &dir, &["--pulsar-version", "4.2.4"]);
-    let t = text(&o);
-    let rd = run_dir_of(&t);
-    let v = verdict(&rd);
+    let (code, t, v, _dir) = run_on_4_2_4("lwm-abort-after-namespace-unload", 11);
     match v["status"].as_str().unwrap() {
         "violation" => {
-            assert_eq!(o.status.code(), Some(1), "{t}");
+            assert_eq!(code, Some(1), "{t}");
             let missing = v["missing"].as_array().unwrap();
             assert!(!missing.is_empty(), "a violation without a loss: {v}");
             assert_anomalies_are_pulsars(&v);
@@ -33,7 +57,7 @@ fn the_low_water_mark_loss_is_found_on_4_2_4_not_passed() {
             );
         }
         "stuck" => {
-            assert_eq!(o.status.code(), Some(7), "{t}");
+            assert_eq!(code, Some(7), "{t}");
             assert!(!v["reasons"].as_array().unwrap().is_empty(), "{v}");
         }
         other => panic!(
@@ -50,13 +74,9 @@ fn the_low_water_mark_loss_is_found_on_4_2_4_not_passed() {
 /// probe no longer reaches the case (or Pulsar refuses it now).
 #[test]
 fn the_batch_member_conflict_is_found_on_4_2_4_not_passed() {
-    let dir = tmpdir("finding-batch-member");
-    let scenario = repo("scenarios/findings/transform-batch-member-conflict.yaml");
-    let o = run_scenario(&scenario, 1, &dir, &["--pulsar-version", "4.2.4"]);
-    let t = text(&o);
-    let v = verdict(&run_dir_of(&t));
+    let (code, t, v, _dir) = run_on_4_2_4("transform-batch-member-conflict", 1);
     assert_eq!(v["status"], "violation", "{t}");
-    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert_eq!(code, Some(1), "{t}");
     let c = &v["consumer"];
     assert!(
         c["probes_accepted"].as_u64().unwrap() >= 1,
