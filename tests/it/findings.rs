@@ -87,3 +87,39 @@ fn the_batch_member_conflict_is_found_on_4_2_4_not_passed() {
     assert!(!v["duplicates"].as_array().unwrap().is_empty(), "{v}");
     assert_anomalies_are_pulsars(&v);
 }
+
+/// The stuck END_TXN (docs/findings/stuck-end-txn-after-unload-during-recovery.md) on 4.2.4:
+/// bursts of unloads of the snapshot topic and the workload topic make a partition's
+/// transaction-buffer recovery fail; the coordinator logs "End transaction fail!" and leaves
+/// the transactions ABORTING/COMMITTING, and with `remedies: []` the read-back stays held. So:
+/// STUCK, exit 7, a held transaction still ABORTING or COMMITTING in the coordinator, and the
+/// summary quoting the broker's two lines. Anything else fails the test (a VIOLATION too: this
+/// recipe exists for the stuck end, not for the low-water-mark loss).
+#[test]
+fn the_stuck_end_txn_is_found_on_4_2_4_not_passed() {
+    let (code, t, v, _dir) = run_on_4_2_4("stuck-end-txn-after-unload-during-recovery", 1);
+    assert_eq!(
+        v["status"], "stuck",
+        "the stuck END_TXN recipe did not end STUCK on 4.2.4, which has the bug:\n{t}"
+    );
+    assert_eq!(code, Some(7), "{t}");
+    let held: Vec<&serde_json::Value> = v["stuck_reads"]["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["txns"].as_array().unwrap())
+        .collect();
+    assert!(
+        held.iter()
+            .any(|x| x["status"] == "ABORTING" || x["status"] == "COMMITTING"),
+        "no held transaction is ABORTING or COMMITTING: {}",
+        v["stuck_reads"]
+    );
+    let summary = v["summary"].as_str().unwrap();
+    for quote in ["End transaction fail!", "handleEndTxnOnPartition fail!"] {
+        assert!(
+            summary.contains(quote),
+            "the summary does not quote {quote:?}: {summary}"
+        );
+    }
+}

@@ -22,17 +22,26 @@ fn text(o: &std::process::Output) -> String {
     )
 }
 
-/// The run directory `run` wrote under `dir`.
-fn run_dir_in(dir: &Path) -> PathBuf {
+/// The run directory the run `o` wrote under `dir`; its output when there is none.
+fn run_dir_in(dir: &Path, o: &std::process::Output) -> PathBuf {
     std::fs::read_dir(dir)
-        .unwrap()
+        .into_iter()
+        .flatten()
         .flatten()
         .map(|e| e.path())
         .find(|p| p.join("run.json").exists())
-        .unwrap_or_else(|| panic!("no run directory in {}", dir.display()))
+        .unwrap_or_else(|| {
+            panic!(
+                "no run directory with a run.json in {} (exit {:?}):\n{}",
+                dir.display(),
+                o.status.code(),
+                text(o)
+            )
+        })
 }
 
-fn scenario(dir: &Path) -> PathBuf {
+/// The scenario, and the standalone's two ports it names.
+fn scenario(dir: &Path) -> (PathBuf, (u16, u16)) {
     let (bin, http) = free_ports();
     let path = dir.join("shrink-naive.yaml");
     std::fs::write(
@@ -64,17 +73,36 @@ faults:
         ),
     )
     .unwrap();
-    path
+    (path, (bin, http))
+}
+
+/// `yaml` with the standalone's ports `(bin, http)` moved to fresh free ones. A scenario
+/// written minutes earlier names ports that may be taken by then: the minimal case rerun on
+/// the original's ports once ended before its cluster started, with no verdict (CI, 2026-12-04).
+fn with_fresh_ports(yaml: &str, (bin, http): (u16, u16)) -> String {
+    let (nb, nh) = free_ports();
+    let moved = yaml
+        .replace(
+            &format!("binary_port: {bin}"),
+            &format!("binary_port: {nb}"),
+        )
+        .replace(&format!("http_port: {http}"), &format!("http_port: {nh}"));
+    assert!(
+        moved.contains(&format!("binary_port: {nb}"))
+            && moved.contains(&format!("http_port: {nh}")),
+        "the ports {bin}/{http} are not in:\n{yaml}"
+    );
+    moved
 }
 
 #[test]
 fn a_naive_violation_with_dropped_replies_shrinks_to_one_fault() {
     let dir = tmpdir("shrink");
-    let s = scenario(&dir);
+    let (s, ports) = scenario(&dir);
     // The original: a violation (the dropped END_TXN reply alone makes naive duplicate).
     let o = run_scenario(&s, 7, &dir.join("original"), &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    let original = run_dir_in(&dir.join("original"));
+    let original = run_dir_in(&dir.join("original"), &o);
     let o = bin()
         .args(["shrink", original.to_str().unwrap()])
         .args(["--times", "2", "--budget", "15m", "--progress", "none"])
@@ -144,13 +172,15 @@ fn a_naive_violation_with_dropped_replies_shrinks_to_one_fault() {
         t.contains(&format!("pulsar-chaos run {}", minimal.display())),
         "{t}"
     );
+    let rerun = dir.join("minimal-fresh-ports.yaml");
+    std::fs::write(&rerun, with_fresh_ports(&m, ports)).unwrap();
     let o = bin()
-        .args(["run", minimal.to_str().unwrap(), "--out"])
+        .args(["run", rerun.to_str().unwrap(), "--out"])
         .arg(dir.join("again"))
         .args(["--progress", "none"])
         .output()
         .unwrap();
-    let again_dir = run_dir_in(&dir.join("again"));
+    let again_dir = run_dir_in(&dir.join("again"), &o);
     let again = json(&again_dir.join("verdict.json"));
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_eq!(again["status"], "violation", "{again}");
