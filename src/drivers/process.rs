@@ -49,6 +49,9 @@ pub struct Hello {
     pub client: String,
     pub library: String,
     pub version: String,
+    /// The driver serves the optional `register` request (registers a transaction's
+    /// partitions ahead of its sends).
+    pub register: bool,
 }
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Map<String, Value>, Answer>>>>>;
@@ -194,6 +197,7 @@ impl Driver {
                 client: String::new(),
                 library: String::new(),
                 version: String::new(),
+                register: false,
             },
             log: log.to_path_buf(),
             lines,
@@ -226,6 +230,7 @@ impl Driver {
             client: field("client"),
             library: field("library"),
             version: field("version"),
+            register: hello.get("register").and_then(Value::as_bool) == Some(true),
         };
         Ok(driver)
     }
@@ -305,6 +310,20 @@ impl Driver {
             Some((Some(most), Some(least))) => Ok(TxnId { most, least }),
             _ => Err(bad_reply("new_txn", &r)),
         }
+    }
+
+    /// `register` (when `hello` offered it): the transaction's `partitions` registered with
+    /// it by the client, ahead of the sends.
+    pub async fn register(
+        &self,
+        txn: TxnId,
+        partitions: &[u32],
+        timeout: Duration,
+    ) -> Result<(), Answer> {
+        let mut m = Map::new();
+        m.insert("txn".into(), txn_json(Some(txn)));
+        m.insert("partitions".into(), json!(partitions));
+        self.call("register", m, timeout).await.map(|_| ())
     }
 
     /// `send`: each number's receipt, in order.

@@ -408,10 +408,15 @@ async fn start_driver(
     let d = crate::drivers::Driver::start(built, &dir.file("driver.log")).await?;
     history.record(EventBody::Note {
         message: format!(
-            "client: {} ({} {}), driver pid {}",
+            "client: {} ({} {}){}, driver pid {}",
             built.spec.kind,
             d.hello.library,
             d.hello.version,
+            if d.hello.register {
+                ", partitions registered ahead"
+            } else {
+                ""
+            },
             d.pid().unwrap_or(0)
         ),
     });

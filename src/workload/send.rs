@@ -211,27 +211,51 @@ impl Producer {
         chunk: &Chunk,
         op_deadline: Instant,
     ) -> Result<Option<String>, WorkloadError> {
+        if !self.cfg.transactions {
+            return Ok(None);
+        }
         let parts: BTreeSet<u32> = chunk
             .numbers
             .iter()
             .flat_map(|(a, b)| (*a..*b).take(self.cfg.partitions as usize))
             .map(|n| (n % u64::from(self.cfg.partitions)) as u32)
             .collect();
-        let names: Vec<String> = parts
-            .iter()
-            .map(|p| self.partition_topics[*p as usize].clone())
-            .collect();
-        if !self.cfg.transactions || self.driver.is_some() {
-            // Nothing to register (an official client registers its partitions itself).
-        } else if let Err(e) = self.tcs.add_partitions(txn, &names, op_deadline).await {
-            if let TxnError::Fatal(m) = e {
-                return Err(TxnError::Fatal(m).into());
+        let failed = if let Some(d) = &self.driver {
+            // An official client registers a partition itself at the transaction's first send
+            // to it, and holds that send until the coordinator answers; asked ahead (when the
+            // driver offers it) the registration overlaps the journal's sync instead.
+            if !d.hello.register {
+                return Ok(None);
             }
-            self.abort(attempt, txn, format!("ADD_PARTITION_TO_TXN failed: {e}"))
-                .await;
-            return Ok(Some(format!("ADD_PARTITION_TO_TXN failed: {e}")));
-        }
-        Ok(None)
+            let ps: Vec<u32> = parts.into_iter().collect();
+            let patience =
+                op_deadline.saturating_duration_since(Instant::now()) + Duration::from_secs(10);
+            match d.register(txn, &ps, patience).await {
+                Ok(()) => return Ok(None),
+                Err(Answer::Gone(why)) => {
+                    return Err(
+                        TxnError::Fatal(format!("the {} driver ended: {why}", d.kind)).into(),
+                    )
+                }
+                Err(a) => {
+                    let (class, message) = super::commit::answer_class(&a);
+                    self.record_answer(attempt, txn, "register", class, &message);
+                    format!("{} client: registering the partitions failed: {a}", d.kind)
+                }
+            }
+        } else {
+            let names: Vec<String> = parts
+                .iter()
+                .map(|p| self.partition_topics[*p as usize].clone())
+                .collect();
+            match self.tcs.add_partitions(txn, &names, op_deadline).await {
+                Ok(()) => return Ok(None),
+                Err(TxnError::Fatal(m)) => return Err(TxnError::Fatal(m).into()),
+                Err(e) => format!("ADD_PARTITION_TO_TXN failed: {e}"),
+            }
+        };
+        self.abort(attempt, txn, failed.clone()).await;
+        Ok(Some(failed))
     }
 
     /// Send the chunk's numbers (in `in_txn`), per partition in batches of `batch_size`, all at

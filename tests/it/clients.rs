@@ -95,6 +95,18 @@ fn java_and_go_pass_a_smoke_with_an_independent_readback_and_java_under_unloads(
             .find_map(|e| e["message"].as_str().filter(|m| m.starts_with("client: ")))
             .unwrap_or_else(|| panic!("{client}: no client note"));
         assert!(note.contains(library), "{note}");
+        // The Java driver registers each transaction's partitions ahead of its sends (the
+        // optional `register` request), and none of those registrations failed.
+        assert_eq!(
+            note.contains("partitions registered ahead"),
+            client == "java",
+            "{note}"
+        );
+        assert!(
+            !h.iter()
+                .any(|e| e["event"] == "client_answer" && e["op"] == "register"),
+            "{client}: a registration failed"
+        );
         let outcomes: Vec<&serde_json::Value> =
             h.iter().filter(|e| e["event"] == "txn_outcome").collect();
         assert_eq!(outcomes.len(), 200, "{client}");

@@ -151,6 +151,20 @@ impl Scenario {
                 super::validate::transform::DEDUP_OWN_TRANSFORM
             ));
         }
+        // The file's own key is refused the same way (`validate_transform`): a run whose
+        // scenario asks for a probe that would not run must not pass as if it had.
+        if kind.is_foreign()
+            && self
+                .workload
+                .transform
+                .as_ref()
+                .is_some_and(|t| t.conflict_probe != super::ConflictProbe::Abort)
+        {
+            return Err(format!(
+                "--client {kind}: `conflict_probe: commit` {}",
+                super::validate::transform::PROBE_OWN_ONLY
+            ));
+        }
         self.workload.client = kind;
         self.workload.client_version = version.clone();
         self.resolved.workload.client = kind.is_foreign().then_some(kind);

@@ -195,6 +195,30 @@ fn input_batch_size_defaults_to_batch_size_and_is_written_back_when_set() {
     assert!(message.contains("kind: transform"), "{message}");
 }
 
+/// `conflict_probe: commit` runs through the own client only: the file's `client: java` is
+/// refused at the key, and so is `--client java|go` (run, replay, soak, matrix --clients) on a
+/// file that asks for it; `--client own` keeps it.
+#[test]
+fn conflict_probe_commit_refuses_an_official_client_from_the_file_or_the_flag() {
+    let text = format!("{TRANSFORM}  conflict_probe: commit\n");
+    let s = parse("t.yaml", &text).unwrap();
+    for client in ["java", "go"] {
+        let why = s.clone().set_client(Some(client), None).unwrap_err();
+        assert!(
+            why.starts_with(&format!(
+                "--client {client}: `conflict_probe: commit` goes with the own client only"
+            )),
+            "{why}"
+        );
+        let (line, _, message) = located(&format!("{text}  client: {client}\n"));
+        assert_eq!(line, 9, "{message}");
+        assert!(message.contains("workload.conflict_probe"), "{message}");
+    }
+    s.clone().set_client(Some("own"), None).unwrap();
+    let plain = parse("t.yaml", TRANSFORM).unwrap();
+    plain.clone().set_client(Some("java"), None).unwrap();
+}
+
 #[test]
 fn conflict_probe_defaults_to_abort_and_takes_commit() {
     let s = parse("t.yaml", TRANSFORM).unwrap();

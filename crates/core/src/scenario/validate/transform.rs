@@ -7,6 +7,9 @@ use super::super::kinds::ResendPolicy;
 use super::super::transform::{ConflictProbe, Transform, WorkloadKind};
 use super::{err, Invalid};
 
+/// Why `conflict_probe: commit` does not go with an official client.
+pub(crate) const PROBE_OWN_ONLY: &str = "goes with the own client only (through `client: java` or `go` no conflict probe runs: it registers the subscription with ADD_SUBSCRIPTION_TO_TXN before its ACK)";
+
 /// Why `deduplication: true` does not go with a transform through the own client.
 pub(crate) const DEDUP_OWN_TRANSFORM: &str = "applies to a producer's sequence ids, and the own client's transform outputs do not use them (through `client: java` or `go` the official producer's do)";
 
@@ -84,10 +87,7 @@ pub(super) fn validate_transform(
     }
     let conflict_probe = w.conflict_probe.unwrap_or_default();
     if conflict_probe != ConflictProbe::Abort && w.client.unwrap_or_default().is_foreign() {
-        return err(
-            &["workload", "conflict_probe"],
-            "goes with the own client only (through `client: java` or `go` no conflict probe runs: it registers the subscription with ADD_SUBSCRIPTION_TO_TXN before its ACK)",
-        );
+        return err(&["workload", "conflict_probe"], PROBE_OWN_ONLY);
     }
     Ok(Some(Transform {
         consumers,

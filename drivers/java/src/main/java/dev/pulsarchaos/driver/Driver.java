@@ -37,6 +37,7 @@ import org.apache.pulsar.client.api.SubscriptionInitialPosition;
 import org.apache.pulsar.client.api.SubscriptionType;
 import org.apache.pulsar.client.api.transaction.Transaction;
 import org.apache.pulsar.client.api.transaction.TxnID;
+import org.apache.pulsar.client.impl.transaction.TransactionImpl;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -173,6 +174,7 @@ public final class Driver {
                 case "hello" -> hello(id);
                 case "connect" -> connect(id, req);
                 case "new_txn" -> newTxn(id, req);
+                case "register" -> register(id, req);
                 case "send" -> send(id, req);
                 case "commit" -> end(id, req, true);
                 case "abort" -> end(id, req, false);
@@ -200,6 +202,8 @@ public final class Driver {
         r.put("library", LIBRARY);
         r.put("version", PulsarVersion.getVersion());
         r.put("protocol", PROTOCOL);
+        // The optional `register` request is served (docs/drivers.md).
+        r.put("register", true);
         write(r);
     }
 
@@ -281,6 +285,39 @@ public final class Driver {
                     r.putArray("txn").add(t.getMostSigBits()).add(t.getLeastSigBits());
                     write(r);
                 });
+    }
+
+    /**
+     * Register partitions with the transaction ahead of its sends: the client's own
+     * registration (TransactionImpl.registerProducedTopic, which the first send in the
+     * transaction to a partition otherwise starts and waits for; a second call returns the
+     * same future). Answered when every partition is registered, or at the first failure.
+     */
+    private void register(long id, JsonNode req) throws Refusal {
+        Connection c = connection();
+        Transaction txn = lookup(req.get("txn"));
+        if (!(txn instanceof TransactionImpl impl)) {
+            throw new Refusal("BadRequest", "transaction of type " + txn.getClass().getName());
+        }
+        JsonNode parts = req.get("partitions");
+        if (parts == null || !parts.isArray()) {
+            throw new Refusal("BadRequest", "partitions must be an array");
+        }
+        List<CompletableFuture<Void>> futures = new ArrayList<>();
+        for (JsonNode p : parts) {
+            int partition = p.asInt(-1);
+            if (partition < 0 || partition >= c.producers.size()) {
+                throw new Refusal("BadRequest", "no partition " + partition);
+            }
+            futures.add(impl.registerProducedTopic(c.producers.get(partition).getTopic()));
+        }
+        CompletableFuture.allOf(futures.toArray(new CompletableFuture[0])).whenComplete((v, e) -> {
+            if (e != null) {
+                replyFailure(id, e);
+                return;
+            }
+            write(ok(id));
+        });
     }
 
     private void send(long id, JsonNode req) throws Refusal {
