@@ -123,6 +123,9 @@ pub struct Counts {
     pub probes_accepted: AtomicU64,
     pub probes_unanswered: AtomicU64,
     pub reconnects: AtomicU64,
+    /// An official client's output partitions registered with a transaction ahead of its
+    /// sends (the driver's `register`, answered).
+    pub registered_ahead: AtomicU64,
 }
 
 /// How often the conflict probe runs: on attempt 1 and every `PROBE_EVERY`th, at most

@@ -75,6 +75,7 @@ impl Driver {
             "probes_accepted": get(&c.probes_accepted),
             "probes_unanswered": get(&c.probes_unanswered),
             "consumer_reconnects": get(&c.reconnects),
+            "outputs_registered_ahead": get(&c.registered_ahead),
         }))
     }
 }

@@ -63,8 +63,9 @@ pub(super) struct Worker {
     spares: std::collections::VecDeque<SpareTxn>,
 }
 
-/// What a transaction has registered with its coordinator (own client only): the
-/// subscription on these input partitions, and these output partitions.
+/// What a transaction has registered with its coordinator: the subscription on these input
+/// partitions, and these output partitions (an official client registers the subscription
+/// itself, at its ACK: through a driver only outputs, and only when it offers `register`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct Registered {
     pub(super) inputs: BTreeSet<usize>,
@@ -410,14 +411,19 @@ impl Transformer {
         // The journal's sync runs beside the registrations, SENDs and ACKs: the attempt asks to
         // commit only once its entry is on disk (`run --resume` settles it from there), and a
         // harness killed before that leaves `txn_opened` in the history, which a resumed run
-        // settles too. Only the own client registers; the official ones do at their first
-        // send and ack.
+        // settles too. An official client registers the subscription itself at its ACK, and
+        // an output partition at its first send unless its driver registers it ahead.
         let missing = have.missing(&needs);
         let work = async {
-            if self.driver.is_none() {
-                self.register_in(txn, &missing, op_deadline)
+            match &self.driver {
+                None => self
+                    .register_in(txn, &missing, op_deadline)
                     .await
-                    .map_err(|why| (why, Vec::new()))?;
+                    .map_err(|why| (why, Vec::new()))?,
+                Some(d) => self
+                    .register_through(d, txn, &missing.outputs, op_deadline)
+                    .await
+                    .map_err(|a| (self.driver_failed(attempt, txn, "register", &a), Vec::new()))?,
             }
             self.send_and_ack(w, attempt, txn, &batch, &outputs, op_deadline)
                 .await
@@ -534,6 +540,28 @@ impl Transformer {
         );
         subscribed.map_err(|e| format!("ADD_SUBSCRIPTION_TO_TXN failed: {e}"))?;
         added.map_err(|e| format!("ADD_PARTITION_TO_TXN failed: {e}"))?;
+        Ok(())
+    }
+
+    /// Register the output partitions `outputs` in `txn` through the official client, ahead
+    /// of its sends, when its driver offers `register` (otherwise, or for none, nothing: the
+    /// client registers each at its first send, holding that send until the coordinator
+    /// answers). Err: the client's answer.
+    async fn register_through(
+        &self,
+        d: &crate::drivers::Driver,
+        txn: TxnId,
+        outputs: &BTreeSet<usize>,
+        op_deadline: Instant,
+    ) -> Result<(), crate::drivers::Answer> {
+        if !d.hello.register || outputs.is_empty() {
+            return Ok(());
+        }
+        let ps: Vec<u32> = outputs.iter().map(|q| *q as u32).collect();
+        let patience =
+            op_deadline.saturating_duration_since(Instant::now()) + Duration::from_secs(10);
+        d.register(txn, &ps, patience).await?;
+        self.counts.registered_ahead.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -743,18 +771,38 @@ impl Transformer {
         Ok(taken)
     }
 
-    /// A spare: NEW_TXN, then with the own client the registrations of `needs` (a failed
-    /// registration leaves the spare with none: the attempt registers them itself).
+    /// A spare: NEW_TXN, then the registrations of `needs` (through a driver, its output
+    /// partitions when it offers `register`; a failed registration leaves the spare with none:
+    /// the attempt registers them itself).
     async fn open_ahead(
         &self,
         needs: Registered,
         deadline: Instant,
     ) -> Result<(TxnId, Registered), String> {
         let txn = self.new_txn(deadline).await?;
-        if self.driver.is_some() {
-            return Ok((txn, Registered::default()));
-        }
         let op_deadline = Instant::now() + self.cfg.op_timeout;
+        if let Some(d) = &self.driver {
+            return match self
+                .register_through(d, txn, &needs.outputs, op_deadline)
+                .await
+            {
+                Ok(()) if d.hello.register => Ok((
+                    txn,
+                    Registered {
+                        inputs: BTreeSet::new(),
+                        outputs: needs.outputs,
+                    },
+                )),
+                Ok(()) => Ok((txn, Registered::default())),
+                Err(a) => {
+                    if let crate::drivers::Answer::Gone(why) = &a {
+                        self.stop(&format!("the {} driver ended: {why}", d.kind));
+                    }
+                    tracing::debug!("transform: spare {txn}: registering its outputs: {a}");
+                    Ok((txn, Registered::default()))
+                }
+            };
+        }
         match self.register_in(txn, &needs, op_deadline).await {
             Ok(()) => Ok((txn, needs)),
             Err(why) => {

@@ -447,6 +447,23 @@ fn java_and_go_pass_a_transform_smoke_with_an_independent_readback() {
                 .starts_with(&format!("{client} client:")),
             "{acked}"
         );
+        // The Java driver registers the output partitions ahead of the sends (spares and
+        // attempts, through `register`); the Go driver does not offer it. No registration
+        // failed.
+        let counters: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(rd.join("transform.json")).unwrap())
+                .unwrap();
+        let ahead = counters["outputs_registered_ahead"].as_u64().unwrap();
+        if client == "java" {
+            assert!(ahead >= 200, "{client}: {counters}");
+        } else {
+            assert_eq!(ahead, 0, "{client}: {counters}");
+        }
+        assert!(
+            !h.iter()
+                .any(|e| e["event"] == "client_answer" && e["op"] == "register"),
+            "{client}: a registration failed"
+        );
         let pid = driver_pid(&rd).unwrap();
         assert!(!alive(pid), "{client}: driver {pid} still runs");
         // Another client reads the output: exactly [0, 2000).
