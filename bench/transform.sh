@@ -11,9 +11,10 @@
 #
 # Knobs (environment): TXN_SIZES="10 100", REPEATS=3, MESSAGES (inputs per run; default
 # 10,000 at T=10 and 50,000 otherwise), CONSUMERS=4 (A's consumers, B1's -n, B2's
-# -threads), MESSAGE_SIZE=100, PERF_TIMEOUT=300, TESTCLIENT_DIR (pulsar-testclient 4.0.6's
-# jars, fetched by bench/producer.sh's pom), RESULTS_DIR, KEEP_WORK=1, and those of
-# bench/lib.sh.
+# -threads), CLIENT=own (A's client: own, or java / go through their drivers, docs/drivers.md;
+# java is the client B runs on), MESSAGE_SIZE=100, PERF_TIMEOUT=300, TESTCLIENT_DIR
+# (pulsar-testclient 4.0.6's jars, fetched by bench/producer.sh's pom), RESULTS_DIR,
+# KEEP_WORK=1, and those of bench/lib.sh.
 #
 # What each figure is
 #   A  inputs / the transform phase's elapsed time, from the run's producer.json
@@ -37,6 +38,7 @@ set -euo pipefail
 TXN_SIZES=${TXN_SIZES:-"10 100"}
 REPEATS=${REPEATS:-3}
 CONSUMERS=${CONSUMERS:-4}
+CLIENT=${CLIENT:-own}
 MESSAGE_SIZE=${MESSAGE_SIZE:-100}
 PERF_TIMEOUT=${PERF_TIMEOUT:-300}
 TESTCLIENT_DIR=${TESTCLIENT_DIR:-$HOME/.cache/pulsar-chaos/testclient-4.0.6-on-4.0.7}
@@ -82,6 +84,7 @@ workload:
   consumers: $CONSUMERS
   subscription_type: shared
   message_size: $MESSAGE_SIZE
+  client: $CLIENT
   deadline: 1h
 faults: []
 EOF
@@ -147,7 +150,7 @@ ls "$TESTCLIENT_DIR"/pulsar-testclient-*.jar >/dev/null 2>&1 \
 cluster_up
 printf 'txn_size\trepeat\ttool\tmessages\tseconds\tmsg_per_s\tdetail\n' >"$TSV"
 {
-  echo "# bench/transform.sh $STAMP: repeats=$REPEATS consumers=$CONSUMERS message_size=$MESSAGE_SIZE"
+  echo "# bench/transform.sh $STAMP: repeats=$REPEATS consumers=$CONSUMERS message_size=$MESSAGE_SIZE client=$CLIENT (A)"
   echo "# image: ${IMAGE:-default}  service: $SERVICE_URL  $(nproc) cores"
   printf '%-8s %-6s %-16s %9s %9s %10s  %s\n' txn_size repeat tool messages seconds msg/s detail
 } | tee "$TXT"
