@@ -477,13 +477,25 @@ fn redelivery_lost(records: &[&AttemptRecord], ctx: &Context) -> Option<String> 
 /// client library's own resend of a pending batch after a reconnect, kept twice by a broker
 /// whose deduplication was off, or Pulsar's when it was on. Without the broker's word on
 /// deduplication nothing is claimed (the harness's gap).
-fn client_resend(c: &super::model::ClientContext, records: &[&AttemptRecord]) -> (Cause, String) {
+/// One transaction wrote every copy: the harness's record, or (`writer`) the copies' own
+/// metadata when the harness sent the numbers in other transactions too.
+fn client_resend(
+    c: &super::model::ClientContext,
+    records: &[&AttemptRecord],
+    writer: Option<&Writer>,
+) -> (Cause, String) {
+    let (one, sent) = match writer {
+        None => (
+            format!("one transaction ({}) carried these numbers", ids(records)),
+            " and the harness sent them once",
+        ),
+        Some(w) => (w.words(), ""),
+    };
     match c.deduplication {
         Some(false) => (
             Cause::ClientResend,
             format!(
-                "one transaction ({}) carried these numbers and the harness sent them once, yet they arrived twice: the {} client's producer sends its pending messages again after a reconnect, and with deduplication off on the topic ({}) the broker keeps both copies; that is this configuration's documented behaviour, not a Pulsar bug (turn on `deduplication: true`)",
-                ids(records),
+                "{one}{sent}, yet they arrived twice: the {} client's producer sends its pending messages again after a reconnect, and with deduplication off on the topic ({}) the broker keeps both copies; that is this configuration's documented behaviour, not a Pulsar bug (turn on `deduplication: true`)",
                 c.client,
                 c.evidence
             ),
@@ -491,21 +503,52 @@ fn client_resend(c: &super::model::ClientContext, records: &[&AttemptRecord]) ->
         Some(true) => (
             Cause::Pulsar,
             format!(
-                "one transaction ({}) carried these numbers, yet they arrived more than once although deduplication was on for the topic ({}): Pulsar delivered a message twice",
-                ids(records),
+                "{one}, yet they arrived more than once although deduplication was on for the topic ({}): Pulsar delivered a message twice",
                 c.evidence
             ),
         ),
         None => (
             Cause::Harness,
             format!(
-                "one transaction ({}) carried these numbers, yet they arrived twice through the {} client, which may send pending messages again after a reconnect; the broker did not say whether deduplication was on ({}), so nothing is claimed about Pulsar",
-                ids(records),
+                "{one}, yet they arrived twice through the {} client, which may send pending messages again after a reconnect; the broker did not say whether deduplication was on ({}), so nothing is claimed about Pulsar",
                 c.client,
                 c.evidence
             ),
         ),
     }
+}
+
+/// The transactions that wrote a duplicated span's copies, by the copies' own metadata, when
+/// that narrows what the history says: every copy read of every number names a transaction,
+/// each named one is an attempt that carried the numbers, and some attempt that carried them
+/// is named by none (its copies were not read: a resend's earlier attempt, aborted or not).
+struct Writer<'a> {
+    named: Vec<&'a AttemptRecord>,
+    unnamed: Vec<&'a AttemptRecord>,
+}
+
+impl Writer<'_> {
+    fn words(&self) -> String {
+        format!(
+            "every copy read of these numbers names transaction {} in its metadata (the harness also sent them in {}, none of whose copies was read)",
+            ids(&self.named),
+            ids(&self.unnamed)
+        )
+    }
+}
+
+fn writers<'a>(records: &[&'a AttemptRecord], span: Span, ctx: &Context) -> Option<Writer<'a>> {
+    let md = ctx.metadata_txns.as_ref()?;
+    let mut named_txns: BTreeSet<TxnId> = BTreeSet::new();
+    for v in span.start..span.end {
+        for t in md.get(&v)? {
+            named_txns.insert((*t)?);
+        }
+    }
+    let (named, unnamed): (Vec<&AttemptRecord>, Vec<&AttemptRecord>) =
+        records.iter().partition(|a| named_txns.contains(&a.txn));
+    let all_known = named_txns.iter().all(|t| named.iter().any(|a| a.txn == *t));
+    (all_known && !named.is_empty() && !unnamed.is_empty()).then_some(Writer { named, unnamed })
 }
 
 /// Numbers of transactions an official client aborted are readable, and the read-back's record
@@ -574,6 +617,14 @@ fn attribute_duplicate(records: &[&AttemptRecord], span: Span, ctx: &Context) ->
             "no transaction in the history carried these numbers, so this run did not write them: another writer on the topic, a history that is not this topic's, or a history that lost the records of the attempts that did; nothing is claimed about Pulsar".into(),
         );
     }
+    // The copies' metadata name the transactions that wrote them: an attempt none of them
+    // names (an aborted first attempt, an ambiguous one whose commit did not apply) wrote
+    // nothing that was read, and explains nothing.
+    let writer = writers(records, span, ctx);
+    let records: &[&AttemptRecord] = match &writer {
+        Some(w) => &w.named,
+        None => records,
+    };
     let unknown: Vec<&AttemptRecord> = records
         .iter()
         .copied()
@@ -630,14 +681,15 @@ fn attribute_duplicate(records: &[&AttemptRecord], span: Span, ctx: &Context) ->
     }
     if records.len() <= 1 {
         if let Some(c) = &ctx.client {
-            return client_resend(c, records);
+            return client_resend(c, records, writer.as_ref());
         }
+        let one = match &writer {
+            Some(w) => w.words(),
+            None => format!("one transaction ({}) carried these numbers", ids(records)),
+        };
         return (
             Cause::Pulsar,
-            format!(
-                "one transaction ({}) carried these numbers, yet they arrived more than once: Pulsar delivered a message twice",
-                ids(records)
-            ),
+            format!("{one}, yet they arrived more than once: Pulsar delivered a message twice"),
         );
     }
     (

@@ -538,9 +538,11 @@ fn readable_aborted_numbers_without_a_txn_id_in_their_metadata_are_the_clients()
     assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
     let v = grade(&twice(), h.clone(), &ctx("go", md(Some(T1), None)));
     assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
-    // Every copy names a transaction: nothing points at the client.
+    // Every copy names the committed resend: the aborted attempt wrote nothing that was read,
+    // and the duplicate is that one transaction's (graded by the deduplication policy: the
+    // test below).
     let v = grade(&twice(), h.clone(), &ctx("go", md(Some(T2), Some(T2))));
-    assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+    assert_eq!(v.duplicates[0].cause, Cause::ClientResend);
     // No record (a read-back stored before it existed), or a number missing from it.
     let v = grade(&twice(), h.clone(), &ctx("go", None));
     assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
@@ -558,4 +560,134 @@ fn readable_aborted_numbers_without_a_txn_id_in_their_metadata_are_the_clients()
         },
     );
     assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+}
+
+/// The aborted first attempt's numbers sent again, and the two copies read both name the
+/// resend's transaction (the Java client's producer sent its pending batch again after an
+/// unload, deduplication off): one transaction wrote both, so the cause is the client's
+/// resend, not "an aborted transaction's messages are readable" (Pulsar's). Regression: a run
+/// of the stuck END_TXN recipe through the Java client on 4.0.7 (2026-12-06) graded 35 such
+/// ranges `pulsar`, although no copy read named any aborted transaction. The copies' names
+/// only narrow what the history says: a name the history does not know, a copy without one,
+/// or a copy of each attempt leave the grading as it was.
+#[test]
+fn a_duplicate_whose_copies_all_name_the_resend_is_that_transactions() {
+    let h = |first: Outcome, detail: &str| {
+        vec![
+            opened(0, 1, T1, vec![(0, 10)], None),
+            outcome(1, 1, T1, first, detail),
+            opened(2, 2, T2, vec![(0, 10)], Some(1)),
+            outcome(
+                3,
+                2,
+                T2,
+                Outcome::Committed,
+                "java client: commit() completed normally",
+            ),
+            finished(4, true),
+        ]
+    };
+    let aborted = h(
+        Outcome::Aborted,
+        "deliberate: every 2th transaction's first attempt is aborted (abort_every); no commit was sent, so it cannot commit",
+    );
+    let md =
+        |first: Option<TxnId>, second: Option<TxnId>| -> Option<crate::checker::MetadataTxns> {
+            Some((0..10).map(|v| (v, vec![first, second])).collect())
+        };
+    let ctx = |dedup: Option<bool>, metadata_txns| Context {
+        metadata_txns,
+        ..client_ctx("java", dedup)
+    };
+    let v = grade(
+        &twice(),
+        aborted.clone(),
+        &ctx(Some(false), md(Some(T2), Some(T2))),
+    );
+    assert_eq!(v.status, Status::Violation);
+    let d = &v.duplicates[0];
+    assert_eq!(d.cause, Cause::ClientResend, "{}", d.explanation);
+    assert_eq!(d.attempts, vec![1, 2]);
+    for words in [
+        "every copy read of these numbers names transaction #2 (0,2) in its metadata (the harness also sent them in #1 (0,1), none of whose copies was read)",
+        "the java client's producer sends its pending messages again after a reconnect",
+    ] {
+        assert!(d.explanation.contains(words), "{words}: {}", d.explanation);
+    }
+    assert!(
+        !d.explanation.contains("sent them once"),
+        "{}",
+        d.explanation
+    );
+    assert_eq!(
+        v.graded.by_cause.keys().collect::<Vec<_>>(),
+        vec![&Cause::ClientResend]
+    );
+    // Deduplication on: Pulsar delivered that transaction's message twice.
+    let v = grade(
+        &twice(),
+        aborted.clone(),
+        &ctx(Some(true), md(Some(T2), Some(T2))),
+    );
+    assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+    assert!(v.duplicates[0]
+        .explanation
+        .contains("names transaction #2 (0,2)"));
+    // The broker did not say: nothing is claimed.
+    let v = grade(
+        &twice(),
+        aborted.clone(),
+        &ctx(None, md(Some(T2), Some(T2))),
+    );
+    assert_eq!(v.duplicates[0].cause, Cause::Harness);
+    // A copy names the aborted transaction: the broker delivered an aborted message.
+    let v = grade(
+        &twice(),
+        aborted.clone(),
+        &ctx(Some(false), md(Some(T1), Some(T2))),
+    );
+    assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+    assert!(v.duplicates[0].explanation.contains("ended aborted"));
+    // A name the history does not know: the history's grading, as before.
+    let t3 = TxnId { most: 0, least: 3 };
+    let v = grade(
+        &twice(),
+        aborted.clone(),
+        &ctx(Some(false), md(Some(T2), Some(t3))),
+    );
+    assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+    // An ambiguous first attempt whose copies were not read: its commit did not apply (no
+    // copy names it), so the resend is not what duplicated the numbers.
+    let ambiguous = history_19629();
+    let v = grade(
+        &twice(),
+        ambiguous.clone(),
+        &ctx(Some(false), md(Some(T2), Some(T2))),
+    );
+    assert_eq!(
+        v.duplicates[0].cause,
+        Cause::ClientResend,
+        "{}",
+        v.duplicates[0].explanation
+    );
+    // A copy of each: the ambiguous commit applied and the resend duplicated it.
+    let v = grade(
+        &twice(),
+        ambiguous,
+        &ctx(Some(false), md(Some(T1), Some(T2))),
+    );
+    assert_eq!(v.duplicates[0].cause, Cause::Ambiguity);
+    // The own client, both copies naming the resend: Pulsar delivered its message twice.
+    let v = grade(
+        &twice(),
+        aborted,
+        &Context {
+            metadata_txns: md(Some(T2), Some(T2)),
+            ..Context::default()
+        },
+    );
+    assert_eq!(v.duplicates[0].cause, Cause::Pulsar);
+    assert!(v.duplicates[0]
+        .explanation
+        .contains("names transaction #2 (0,2) in its metadata"));
 }
