@@ -6,10 +6,12 @@
 //! (inconclusive) instead of waiting out its deadline, and the verdict quotes the broker log
 //! lines about the run's topic that repeated during the stall.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use crate::history::TxnId;
 
 /// Watches commits and active faults; says when nothing has committed for `timeout` with no
 /// fault active. Fed by the runner once a second.
@@ -194,6 +196,95 @@ pub fn known_cause(evidence: &[LogEvidence], namespace: &str) -> Option<String> 
     ))
 }
 
+/// The transaction an answer `Transaction [(0,263)] has been ended. ...` names: what the
+/// broker's transaction buffer says when it refuses a write of a transaction at or below the
+/// coordinator's low-water mark (checked in 4.0.7's `TopicTransactionBuffer`).
+pub fn ended_txn_named(message: &str) -> Option<TxnId> {
+    let (_, rest) = message.split_once("Transaction [(")?;
+    let (id, rest) = rest.split_once(")]")?;
+    if !rest.trim_start().starts_with("has been ended") {
+        return None;
+    }
+    let (most, least) = id.split_once(',')?;
+    Some(TxnId {
+        most: most.trim().parse().ok()?,
+        least: least.trim().parse().ok()?,
+    })
+}
+
+/// Sends refused with an answer naming an ended transaction other than the one they carried
+/// (the client's `client_answer` events), since the last progress, by the transaction named.
+///
+/// Pulsar 4.0.x's transaction buffer chains every transactional write on the previous one's
+/// future, so one refused write (e.g. a message of a timed-out transaction that a client sent
+/// again after a reconnect, refused at the low-water mark) makes every later transactional
+/// send to the partition fail with that same error, until the topic is loaded again. The
+/// broker logs nothing then; its answers are the evidence: a send in `(0,299)` refused with
+/// "Transaction [(0,263)] has been ended".
+#[derive(Debug, Clone, Default)]
+pub struct ForeignRefusals {
+    by_named: BTreeMap<TxnId, Refused>,
+}
+
+#[derive(Debug, Clone)]
+struct Refused {
+    count: u64,
+    txns: BTreeSet<TxnId>,
+    /// The first such answer: attempt, its transaction, the answer's words.
+    first: (u64, TxnId, String),
+}
+
+impl ForeignRefusals {
+    /// A failed answer to a send of `attempt` in `txn`.
+    pub fn answer(&mut self, attempt: u64, txn: TxnId, message: &str) {
+        let Some(named) = ended_txn_named(message) else {
+            return;
+        };
+        if named == txn {
+            // A write of an ended transaction refused: the check doing its job.
+            return;
+        }
+        if let Some(r) = self.by_named.get_mut(&named) {
+            r.count += 1;
+            r.txns.insert(txn);
+        } else if self.by_named.len() < 64 {
+            self.by_named.insert(
+                named,
+                Refused {
+                    count: 1,
+                    txns: BTreeSet::from([txn]),
+                    first: (attempt, txn, message.to_string()),
+                },
+            );
+        }
+    }
+
+    /// Progress (a commit, a fault's heal): what came before explains no stall.
+    pub fn clear(&mut self) {
+        self.by_named.clear();
+    }
+
+    /// The known bug the answers since the last progress match, if at least ten of them named
+    /// one transaction (`topic`: the run's, for the remedy).
+    pub fn cause(&self, topic: &str) -> Option<String> {
+        let (named, r) = self
+            .by_named
+            .iter()
+            .filter(|(_, r)| r.count >= 10)
+            .max_by_key(|(_, r)| r.count)?;
+        let (attempt, txn, message) = &r.first;
+        Some(format!(
+            "the broker refused {} send(s) of {} transaction(s) (the first: attempt #{attempt} in \
+             {txn}) with \"{message}\", naming {named}, a transaction those sends did not carry: \
+             this matches the Pulsar transaction buffer keeping one refused write's error for \
+             every later transactional send to that partition until the topic is reloaded (the \
+             chain apache/pulsar#24945 replaced); `pulsar-admin topics unload {topic}` recovers it",
+            r.count,
+            r.txns.len()
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,5 +370,70 @@ mod tests {
                 .contains("topics unload persistent://public/default/cfaults-f715879d-partition-1"),
             "{cause}"
         );
+    }
+
+    fn txn(least: u64) -> TxnId {
+        TxnId { most: 0, least }
+    }
+
+    #[test]
+    fn the_transaction_an_ended_answer_names_is_read() {
+        let m =
+            "Transaction [(0,263)] has been ended. Please use a new transaction to send message.";
+        assert_eq!(ended_txn_named(m), Some(txn(263)));
+        assert_eq!(
+            ended_txn_named("Transaction [(3, 7)] has been ended."),
+            Some(TxnId { most: 3, least: 7 })
+        );
+        assert_eq!(ended_txn_named("Transaction [(0,263)] is open"), None);
+        assert_eq!(ended_txn_named("TransactionConflict"), None);
+        assert_eq!(ended_txn_named("Transaction [(x,1)] has been ended"), None);
+    }
+
+    // What the Java client 4.0.7 was answered in a #19629 run on 4.0.7: after a reconnect it
+    // sent again a message of the timed-out (0,263); from then on every send to that partition,
+    // whatever its transaction, was refused with that same answer.
+    #[test]
+    fn sends_refused_with_another_transactions_error_name_the_chain() {
+        let m =
+            "Transaction [(0,263)] has been ended. Please use a new transaction to send message.";
+        let mut r = ForeignRefusals::default();
+        // Its own transaction's refusal is the low-water-mark check doing its job.
+        for _ in 0..20 {
+            r.answer(1, txn(263), m);
+        }
+        assert_eq!(r.cause("persistent://public/default/t"), None);
+        for i in 0..9 {
+            r.answer(278 + i, txn(299 + i), m);
+        }
+        assert_eq!(
+            r.cause("persistent://public/default/t"),
+            None,
+            "nine are not a pattern"
+        );
+        r.answer(300, txn(400), m);
+        r.answer(301, txn(400), m);
+        let cause = r.cause("persistent://public/default/t").unwrap();
+        assert!(
+            cause.starts_with("the broker refused 11 send(s) of 10 transaction(s) (the first: attempt #278 in (0,299))"),
+            "{cause}"
+        );
+        assert!(
+            cause.contains("naming (0,263), a transaction those sends did not carry"),
+            "{cause}"
+        );
+        assert!(cause.contains("apache/pulsar#24945"), "{cause}");
+        assert!(
+            cause.contains("topics unload persistent://public/default/t"),
+            "{cause}"
+        );
+        // Progress since: no stall to explain.
+        r.clear();
+        assert_eq!(r.cause("persistent://public/default/t"), None);
+        // Other answers are not read as one.
+        for i in 0..20 {
+            r.answer(i, txn(i), "TransactionConflict: something");
+        }
+        assert_eq!(r.cause("persistent://public/default/t"), None);
     }
 }

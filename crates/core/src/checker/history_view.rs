@@ -37,12 +37,17 @@ pub(super) struct HistoryView {
     pub(super) fates: BTreeMap<String, Fate>,
     /// The client's failed answers and what the history says of every attempt.
     pub(super) answers: super::client_answers::Collector,
+    /// The run's topic (`run_started`).
+    topic: String,
+    /// Sends refused, since the last progress, with an answer naming another transaction.
+    foreign: crate::stall::ForeignRefusals,
 }
 
 impl HistoryView {
     fn progress(&mut self) {
         self.failing.clear();
         self.failing_n = 0;
+        self.foreign.clear();
     }
 
     fn failed(&mut self, detail: &str) {
@@ -84,7 +89,9 @@ impl HistoryView {
             failed_attempts: self.failing_n,
             failures,
             broker_log: Vec::new(),
-            likely_cause: None,
+            // The brokers' lines, when they show a known cause, take its place (the runner
+            // gathers them; see `verdict::stall_finding`).
+            likely_cause: self.foreign.cause(&self.topic),
             partitions: Vec::new(),
         });
     }
@@ -215,6 +222,14 @@ impl Scan<'_> {
                 v.fates.insert(fault, Fate::Skipped(reason));
             }
             EventBody::Stalled { since_ms, .. } => v.stalled(t, since_ms),
+            EventBody::RunStarted { topic, .. } => v.topic = topic,
+            EventBody::ClientAnswer {
+                attempt,
+                txn,
+                op,
+                message,
+                ..
+            } if op == "send" => v.foreign.answer(attempt, txn, &message),
             EventBody::ReplyDropped {
                 fault,
                 command,

@@ -270,7 +270,9 @@ fn stall_finding(
     let mut stall = view.and_then(|v| v.stall.clone());
     if let Some(st) = &mut stall {
         st.broker_log = ctx.stall_log.clone();
-        st.likely_cause = ctx.stall_cause.clone();
+        if ctx.stall_cause.is_some() {
+            st.likely_cause = ctx.stall_cause.clone();
+        }
         let mut why = format!(
             "the run stalled: nothing committed for {:.0}s (from t={:.1}s) with no fault active, so the harness stopped the producer; {} attempt(s) failed meanwhile",
             (st.detected_ms.saturating_sub(st.since_ms)) as f64 / 1000.0,

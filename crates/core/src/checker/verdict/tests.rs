@@ -131,6 +131,110 @@ fn a_stall_is_inconclusive_with_the_failures_since_the_last_progress_and_the_bro
     assert!(v.stall.is_none());
 }
 
+/// A stall whose sends were refused with an answer naming another, ended transaction (the
+/// Java client on 4.0.7, #19629's recipe): the answers name the cause when the brokers logged
+/// nothing; the brokers' lines, when they show one, take its place.
+#[test]
+fn a_stall_of_sends_refused_in_another_transactions_name_is_the_chain() {
+    let refused =
+        "Transaction [(0,263)] has been ended. Please use a new transaction to send message.";
+    let mut h = vec![ev(
+        0,
+        EventBody::RunStarted {
+            run_id: "r".into(),
+            seed: 3,
+            scenario: "s".into(),
+            topic: "persistent://public/default/kb".into(),
+            partitions: 2,
+            messages: 2,
+            resend: "naive".into(),
+            wall_ms: 0,
+        },
+    )];
+    h.extend(stall_history());
+    // Inserted after the last commit (t=10), before the stall event.
+    let answers: Vec<Event> = (0..12)
+        .map(|i| {
+            ev(
+                50 + i,
+                EventBody::ClientAnswer {
+                    attempt: 10 + i,
+                    txn: TxnId {
+                        most: 0,
+                        least: 299 + i,
+                    },
+                    op: "send".into(),
+                    client: "java".into(),
+                    class: "NotAllowedException".into(),
+                    message: refused.into(),
+                },
+            )
+        })
+        .collect();
+    let at = h
+        .iter()
+        .position(|e| matches!(e.body, EventBody::Stalled { .. }))
+        .unwrap();
+    h.splice(at..at, answers.clone());
+    let v = verdict(tally_of(2, &[1]), Some(ok(h.clone())), &Context::default());
+    assert_eq!(v.status, Status::Inconclusive, "{}", v.summary);
+    let cause = v
+        .stall
+        .as_ref()
+        .unwrap()
+        .likely_cause
+        .clone()
+        .expect("a cause");
+    assert!(
+        cause.starts_with("the broker refused 12 send(s) of 12 transaction(s) (the first: attempt #10 in (0,299))"),
+        "{cause}"
+    );
+    assert!(cause.contains("apache/pulsar#24945"), "{cause}");
+    assert!(
+        cause.contains("topics unload persistent://public/default/kb"),
+        "{cause}"
+    );
+    assert_eq!(crate::matrix::cause_key(&cause), "apache/pulsar#24945");
+    assert!(
+        v.notes
+            .iter()
+            .any(|n| n == &format!("likely cause: {cause}")),
+        "{:?}",
+        v.notes
+    );
+    // The brokers' lines, when they name a cause, are quoted instead.
+    let v = verdict(tally_of(2, &[1]), Some(ok(h.clone())), &stall_context());
+    assert_eq!(
+        v.stall.unwrap().likely_cause.as_deref(),
+        Some("the transaction buffer bug")
+    );
+    // The same answers before the last commit explain no stall.
+    let mut before = h.clone();
+    before.retain(|e| !matches!(e.body, EventBody::ClientAnswer { .. }));
+    let commit = before
+        .iter()
+        .position(|e| {
+            matches!(
+                e.body,
+                EventBody::TxnOutcome {
+                    outcome: Outcome::Committed,
+                    ..
+                }
+            )
+        })
+        .unwrap();
+    let early: Vec<Event> = answers
+        .into_iter()
+        .map(|mut e| {
+            e.t_ms = 5;
+            e
+        })
+        .collect();
+    before.splice(commit..commit, early);
+    let v = verdict(tally_of(2, &[1]), Some(ok(before)), &Context::default());
+    assert_eq!(v.stall.unwrap().likely_cause, None);
+}
+
 #[test]
 fn clean_read_with_finished_producer_passes() {
     let f = tally_of(10, &(0..10).collect::<Vec<_>>());
