@@ -110,7 +110,8 @@ fn refused(what: &str, r: Result<impl std::fmt::Debug, Answer>) -> Result<(), St
 async fn transaction(d: &Driver, n: u64, numbers: &[u64]) -> Result<(), String> {
     let txn = TxnId { most: 0, least: n };
     refused("new_txn", d.new_txn(Duration::from_secs(60), TIMEOUT).await)?;
-    refused("register", d.register(txn, &[0], TIMEOUT).await)?;
+    let deadline = tokio::time::Instant::now();
+    refused("register", d.register(txn, &[0], &[], deadline).await)?;
     refused("send", d.send(Some(txn), 0, numbers, TIMEOUT).await)?;
     refused("commit", d.end(txn, true, TIMEOUT).await)
 }

@@ -126,6 +126,9 @@ pub struct Counts {
     /// An official client's output partitions registered with a transaction ahead of its
     /// sends (the driver's `register`, answered).
     pub registered_ahead: AtomicU64,
+    /// An official client's input subscription registered with a transaction ahead of its
+    /// ACKs (the driver's `register` with `subscriptions`, answered).
+    pub inputs_registered_ahead: AtomicU64,
 }
 
 /// How often the conflict probe runs: on attempt 1 and every `PROBE_EVERY`th, at most

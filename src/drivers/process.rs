@@ -52,6 +52,9 @@ pub struct Hello {
     /// The driver serves the optional `register` request (registers a transaction's
     /// partitions ahead of its sends).
     pub register: bool,
+    /// Its `register` takes `subscriptions` too (registers a transaction's acknowledged
+    /// subscriptions ahead of its ACKs).
+    pub register_acks: bool,
 }
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Map<String, Value>, Answer>>>>>;
@@ -198,6 +201,7 @@ impl Driver {
                 library: String::new(),
                 version: String::new(),
                 register: false,
+                register_acks: false,
             },
             log: log.to_path_buf(),
             lines,
@@ -231,6 +235,7 @@ impl Driver {
             library: field("library"),
             version: field("version"),
             register: hello.get("register").and_then(Value::as_bool) == Some(true),
+            register_acks: hello.get("register_acks").and_then(Value::as_bool) == Some(true),
         };
         Ok(driver)
     }
@@ -313,17 +318,29 @@ impl Driver {
     }
 
     /// `register` (when `hello` offered it): the transaction's `partitions` registered with
-    /// it by the client, ahead of the sends.
+    /// it by the client, ahead of the sends, and its `subscriptions` (topic, subscription),
+    /// ahead of the ACKs (only when `hello` offered `register_acks`). Waited for until the
+    /// operation's deadline and 10 s more: the client's own timeouts answer first.
     pub async fn register(
         &self,
         txn: TxnId,
         partitions: &[u32],
-        timeout: Duration,
+        subscriptions: &[(String, String)],
+        op_deadline: tokio::time::Instant,
     ) -> Result<(), Answer> {
         let mut m = Map::new();
         m.insert("txn".into(), txn_json(Some(txn)));
         m.insert("partitions".into(), json!(partitions));
-        self.call("register", m, timeout).await.map(|_| ())
+        if !subscriptions.is_empty() {
+            let subs: Vec<Value> = subscriptions
+                .iter()
+                .map(|(topic, sub)| json!({ "topic": topic, "subscription": sub }))
+                .collect();
+            m.insert("subscriptions".into(), Value::Array(subs));
+        }
+        let patience = op_deadline.saturating_duration_since(tokio::time::Instant::now())
+            + Duration::from_secs(10);
+        self.call("register", m, patience).await.map(|_| ())
     }
 
     /// `send`: each number's receipt, in order.

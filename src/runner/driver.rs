@@ -76,6 +76,7 @@ impl Driver {
             "probes_unanswered": get(&c.probes_unanswered),
             "consumer_reconnects": get(&c.reconnects),
             "outputs_registered_ahead": get(&c.registered_ahead),
+            "inputs_registered_ahead": get(&c.inputs_registered_ahead),
         }))
     }
 }

@@ -420,10 +420,13 @@ impl Transformer {
                     .register_in(txn, &missing, op_deadline)
                     .await
                     .map_err(|why| (why, Vec::new()))?,
-                Some(d) => self
-                    .register_through(d, txn, &missing.outputs, op_deadline)
-                    .await
-                    .map_err(|a| (self.driver_failed(attempt, txn, "register", &a), Vec::new()))?,
+                Some(d) => {
+                    self.register_through(d, txn, &missing, op_deadline)
+                        .await
+                        .map_err(|a| {
+                            (self.driver_failed(attempt, txn, "register", &a), Vec::new())
+                        })?;
+                }
             }
             self.send_and_ack(w, attempt, txn, &batch, &outputs, op_deadline)
                 .await
@@ -543,26 +546,49 @@ impl Transformer {
         Ok(())
     }
 
-    /// Register the output partitions `outputs` in `txn` through the official client, ahead
-    /// of its sends, when its driver offers `register` (otherwise, or for none, nothing: the
-    /// client registers each at its first send, holding that send until the coordinator
-    /// answers). Err: the client's answer.
+    /// Register `r` in `txn` through the official client, ahead of its sends and ACKs, as far
+    /// as its driver offers: the output partitions when it serves `register`, the input
+    /// subscription on its partitions when it serves `register_acks` too (otherwise the client
+    /// registers each at its first send or ACK, holding that operation until the coordinator
+    /// answers). Ok: what was registered. Err: the client's answer.
     async fn register_through(
         &self,
         d: &crate::drivers::Driver,
         txn: TxnId,
-        outputs: &BTreeSet<usize>,
+        r: &Registered,
         op_deadline: Instant,
-    ) -> Result<(), crate::drivers::Answer> {
-        if !d.hello.register || outputs.is_empty() {
-            return Ok(());
+    ) -> Result<Registered, crate::drivers::Answer> {
+        let done = Registered {
+            inputs: if d.hello.register && d.hello.register_acks {
+                r.inputs.clone()
+            } else {
+                BTreeSet::new()
+            },
+            outputs: if d.hello.register {
+                r.outputs.clone()
+            } else {
+                BTreeSet::new()
+            },
+        };
+        if done.inputs.is_empty() && done.outputs.is_empty() {
+            return Ok(done);
         }
-        let ps: Vec<u32> = outputs.iter().map(|q| *q as u32).collect();
-        let patience =
-            op_deadline.saturating_duration_since(Instant::now()) + Duration::from_secs(10);
-        d.register(txn, &ps, patience).await?;
-        self.counts.registered_ahead.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        let ps: Vec<u32> = done.outputs.iter().map(|q| *q as u32).collect();
+        let subs: Vec<(String, String)> = done
+            .inputs
+            .iter()
+            .map(|p| (self.input_partitions[*p].clone(), SUBSCRIPTION.to_string()))
+            .collect();
+        d.register(txn, &ps, &subs, op_deadline).await?;
+        if !ps.is_empty() {
+            self.counts.registered_ahead.fetch_add(1, Ordering::Relaxed);
+        }
+        if !subs.is_empty() {
+            self.counts
+                .inputs_registered_ahead
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(done)
     }
 
     /// Send the outputs and acknowledge the inputs, all in `txn` (registered); probe
@@ -782,18 +808,8 @@ impl Transformer {
         let txn = self.new_txn(deadline).await?;
         let op_deadline = Instant::now() + self.cfg.op_timeout;
         if let Some(d) = &self.driver {
-            return match self
-                .register_through(d, txn, &needs.outputs, op_deadline)
-                .await
-            {
-                Ok(()) if d.hello.register => Ok((
-                    txn,
-                    Registered {
-                        inputs: BTreeSet::new(),
-                        outputs: needs.outputs,
-                    },
-                )),
-                Ok(()) => Ok((txn, Registered::default())),
+            return match self.register_through(d, txn, &needs, op_deadline).await {
+                Ok(done) => Ok((txn, done)),
                 Err(a) => {
                     if let crate::drivers::Answer::Gone(why) = &a {
                         self.stop(&format!("the {} driver ended: {why}", d.kind));

@@ -228,9 +228,7 @@ impl Producer {
                 return Ok(None);
             }
             let ps: Vec<u32> = parts.into_iter().collect();
-            let patience =
-                op_deadline.saturating_duration_since(Instant::now()) + Duration::from_secs(10);
-            match d.register(txn, &ps, patience).await {
+            match d.register(txn, &ps, &[], op_deadline).await {
                 Ok(()) => return Ok(None),
                 Err(Answer::Gone(why)) => {
                     return Err(

@@ -447,17 +447,19 @@ fn java_and_go_pass_a_transform_smoke_with_an_independent_readback() {
                 .starts_with(&format!("{client} client:")),
             "{acked}"
         );
-        // The Java driver registers the output partitions ahead of the sends (spares and
-        // attempts, through `register`); the Go driver does not offer it. No registration
-        // failed.
+        // The Java driver registers the output partitions ahead of the sends and the input
+        // subscription ahead of the ACKs (spares and attempts, through `register`); the Go
+        // driver does not offer it. No registration failed.
         let counters: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(rd.join("transform.json")).unwrap())
                 .unwrap();
         let ahead = counters["outputs_registered_ahead"].as_u64().unwrap();
+        let inputs_ahead = counters["inputs_registered_ahead"].as_u64().unwrap();
         if client == "java" {
             assert!(ahead >= 200, "{client}: {counters}");
+            assert!(inputs_ahead >= 200, "{client}: {counters}");
         } else {
-            assert_eq!(ahead, 0, "{client}: {counters}");
+            assert_eq!((ahead, inputs_ahead), (0, 0), "{client}: {counters}");
         }
         assert!(
             !h.iter()

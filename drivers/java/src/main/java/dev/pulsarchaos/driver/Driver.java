@@ -202,8 +202,9 @@ public final class Driver {
         r.put("library", LIBRARY);
         r.put("version", PulsarVersion.getVersion());
         r.put("protocol", PROTOCOL);
-        // The optional `register` request is served (docs/drivers.md).
+        // The optional `register` request is served, with its `subscriptions` (docs/drivers.md).
         r.put("register", true);
+        r.put("register_acks", true);
         write(r);
     }
 
@@ -291,7 +292,10 @@ public final class Driver {
      * Register partitions with the transaction ahead of its sends: the client's own
      * registration (TransactionImpl.registerProducedTopic, which the first send in the
      * transaction to a partition otherwise starts and waits for; a second call returns the
-     * same future). Answered when every partition is registered, or at the first failure.
+     * same future), and subscriptions with it ahead of its acknowledgements
+     * (TransactionImpl.registerAckedTopic, which a consumer's first ACK in the transaction on
+     * a partition otherwise starts and waits for, keyed by the partition's topic and the
+     * subscription). Answered when everything is registered, or at the first failure.
      */
     private void register(long id, JsonNode req) throws Refusal {
         Connection c = connection();
@@ -310,6 +314,15 @@ public final class Driver {
                 throw new Refusal("BadRequest", "no partition " + partition);
             }
             futures.add(impl.registerProducedTopic(c.producers.get(partition).getTopic()));
+        }
+        JsonNode subs = req.get("subscriptions");
+        if (subs != null && !subs.isNull()) {
+            if (!subs.isArray()) {
+                throw new Refusal("BadRequest", "subscriptions must be an array");
+            }
+            for (JsonNode s : subs) {
+                futures.add(impl.registerAckedTopic(text(s, "topic"), text(s, "subscription")));
+            }
         }
         CompletableFuture.allOf(futures.toArray(new CompletableFuture[0])).whenComplete((v, e) -> {
             if (e != null) {
