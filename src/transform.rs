@@ -136,6 +136,26 @@ pub struct Counts {
 pub const PROBE_EVERY: u64 = 50;
 pub const PROBE_MAX: u32 = 10;
 
+/// How a transform run was seen to be complete; only the second asked the subscription.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Completion {
+    /// Every input's commit confirmed by the client.
+    AllCommitted,
+    /// No worker holds an input and the admin API gave a backlog of 0 on every partition.
+    IdleBacklogZero,
+}
+
+impl Completion {
+    fn seen(self) -> &'static str {
+        match self {
+            Completion::AllCommitted => "every input's commit confirmed",
+            Completion::IdleBacklogZero => {
+                "no worker holds an input and the subscription's backlog is 0 on every partition"
+            }
+        }
+    }
+}
+
 /// The transform of a run.
 pub struct Transformer {
     cfg: Config,
@@ -303,7 +323,8 @@ impl Transformer {
             let me = self.clone();
             workers.push(tokio::spawn(async move { me.worker(id, deadline).await }));
         }
-        let complete = self.watch(deadline).await;
+        let how = self.watch(deadline).await;
+        let complete = how.is_some();
         self.over.store(true, Ordering::SeqCst);
         self.restarts.shut();
         self.changed.notify_waiters();
@@ -314,12 +335,10 @@ impl Transformer {
         }
         let stopped = self.stopped.lock().expect("lock").clone();
         let complete = complete && stopped.is_none();
-        let detail = match (&stopped, complete) {
+        let detail = match (&stopped, how) {
             (Some(s), _) => format!("stopped: {s}"),
-            (None, true) => {
-                "every input reached a final state; the subscription's backlog is 0".into()
-            }
-            (None, false) => format!(
+            (None, Some(how)) => format!("every input reached a final state: {}", how.seen()),
+            (None, None) => format!(
                 "the deadline of {}s passed with {} of {} inputs confirmed committed",
                 self.cfg.deadline.as_secs(),
                 self.committed.lock().expect("lock").len(),
@@ -335,23 +354,21 @@ impl Transformer {
         )
     }
 
-    /// Until the run is complete (true) or over otherwise (false): every input confirmed
-    /// committed, or no batch in hand (none gathered, none in a commit task) and the backlog 0
-    /// on every partition.
-    async fn watch(&self, deadline: Instant) -> bool {
+    /// Until the run is complete (how it was seen to be) or over otherwise (None): every input
+    /// confirmed committed, or no batch in hand (none gathered, none in a commit task) and the
+    /// backlog 0 on every partition. Only the second asks the subscription: the backlog after
+    /// a complete run is the checker's to judge (`wait_backlog_zero` after the read-back).
+    async fn watch(&self, deadline: Instant) -> Option<Completion> {
         let mut tick = tokio::time::interval(Duration::from_millis(250));
         let mut idle_since: Option<(Instant, u64)> = None;
         let mut nonzero_checks = 0u32;
         loop {
             tick.tick().await;
-            if self.is_over() {
-                return false;
-            }
-            if Instant::now() >= deadline {
-                return false;
+            if self.is_over() || Instant::now() >= deadline {
+                return None;
             }
             if self.committed.lock().expect("lock").len() as u64 >= self.cfg.messages {
-                return true;
+                return Some(Completion::AllCommitted);
             }
             let gen = self.activity.load(Ordering::SeqCst);
             if self.busy.load(Ordering::SeqCst) > 0 {
@@ -383,7 +400,7 @@ impl Transformer {
                         self.cfg.messages
                     ),
                 });
-                return true;
+                return Some(Completion::IdleBacklogZero);
             }
             // Inputs left with a worker that holds none (an abort the broker did not follow
             // with a redelivery): every worker hands back what it holds, every 5 checks.

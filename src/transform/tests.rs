@@ -169,3 +169,12 @@ fn a_consumer_holds_ten_transactions_worth_within_100_to_1000() {
     assert_eq!(receiver_queue(100), 1000);
     assert_eq!(receiver_queue(5000), 1000);
 }
+
+/// Regression: a run complete because every commit was confirmed used to report "the
+/// subscription's backlog is 0" without having asked; only the idle path asks.
+#[test]
+fn a_run_complete_by_its_commits_does_not_claim_a_backlog_it_never_asked() {
+    use super::Completion;
+    assert!(!Completion::AllCommitted.seen().contains("backlog"));
+    assert!(Completion::IdleBacklogZero.seen().contains("backlog is 0"));
+}
