@@ -439,6 +439,10 @@ pub struct ClusterUpArgs {
     /// tier and serial GC: about half the CPU to start; docs/clusters.md).
     #[arg(long, value_enum, default_value = "standard", env = "PULSAR_CHAOS_JVM")]
     pub jvm: JvmArg,
+    /// A broker setting KEY=VALUE (as `cluster.broker_config` in a scenario), such as
+    /// acknowledgmentAtBatchIndexLevelEnabled=true; repeatable.
+    #[arg(long = "broker-config", value_name = "KEY=VALUE", value_parser = parse_broker_setting)]
+    pub broker_config: Vec<(String, String)>,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -492,6 +496,15 @@ pub fn exit_codes_help() -> String {
         t.push_str(&format!("  {code:<4} {meaning}\n"));
     }
     t
+}
+
+/// `--broker-config KEY=VALUE`, checked as `cluster.broker_config` is.
+fn parse_broker_setting(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}`: give KEY=VALUE"))?;
+    crate::scenario::check_broker_setting(k, v)?;
+    Ok((k.to_string(), v.to_string()))
 }
 
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
@@ -608,5 +621,22 @@ mod tests {
                 "{l} of soak is not in README.md's soak usage line or section"
             );
         }
+    }
+
+    #[test]
+    fn a_broker_setting_is_key_equals_value_and_never_one_the_harness_sets() {
+        assert_eq!(
+            parse_broker_setting("acknowledgmentAtBatchIndexLevelEnabled=true"),
+            Ok((
+                "acknowledgmentAtBatchIndexLevelEnabled".to_string(),
+                "true".to_string()
+            ))
+        );
+        assert!(parse_broker_setting("noValue")
+            .unwrap_err()
+            .contains("KEY=VALUE"));
+        assert!(parse_broker_setting("brokerServicePort=7000")
+            .unwrap_err()
+            .contains("set by the harness"));
     }
 }

@@ -54,7 +54,7 @@ use crate::txn::{partition_names, Client, Producers, TxnError};
 use crate::workload::{Report, Stats};
 
 pub use fill::{fill_input, fill_or_resume, INPUT_FILLED};
-pub use probe::{subscription_backlog, wait_backlog_zero};
+pub use probe::{entry_numbers, held_entries, subscription_backlog, wait_backlog_zero};
 
 /// Why a transform run could not start or go on.
 #[derive(Debug, thiserror::Error)]

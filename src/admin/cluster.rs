@@ -60,4 +60,12 @@ impl Admin {
         let all: Bookies = self.get("/admin/v2/bookies/all").await?;
         Ok(all.bookies.into_iter().map(|b| b.bookie_id).collect())
     }
+
+    /// The broker's configuration as it runs (`GET /admin/v2/brokers/configuration/runtime`):
+    /// every setting, defaults included, as text.
+    pub async fn runtime_configuration(
+        &self,
+    ) -> Result<std::collections::BTreeMap<String, serde_json::Value>, AdminError> {
+        self.get("/admin/v2/brokers/configuration/runtime").await
+    }
 }

@@ -77,6 +77,41 @@ impl Admin {
         Ok(text)
     }
 
+    /// `GET path`: the answer's `X-Pulsar-*` headers (names lower-cased) and its body as bytes.
+    pub(super) async fn get_raw(
+        &self,
+        path: &str,
+    ) -> Result<(std::collections::BTreeMap<String, String>, Vec<u8>), AdminError> {
+        let url = format!("{}{}", self.base, path);
+        let resp = self
+            .http
+            .get(&url)
+            .send()
+            .await
+            .map_err(|e| AdminError::Http {
+                method: "GET",
+                url: url.clone(),
+                message: error_chain(&e),
+            })?;
+        let status = resp.status().as_u16();
+        let headers = resp
+            .headers()
+            .iter()
+            .filter(|(k, _)| k.as_str().starts_with("x-pulsar-"))
+            .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
+            .collect();
+        let body = resp.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
+        if !(200..300).contains(&status) {
+            return Err(AdminError::Status {
+                method: "GET",
+                url,
+                status,
+                body: refusal_reason(String::from_utf8_lossy(&body).into_owned()),
+            });
+        }
+        Ok((headers, body))
+    }
+
     pub(super) fn decode<T: for<'de> Deserialize<'de>>(
         &self,
         path: &str,

@@ -237,4 +237,25 @@ impl Admin {
         self.get(&format!("/admin/v2/{}/internalStats", topic_path(topic)))
             .await
     }
+
+    /// `internalStats` as Pulsar wrote it (cursors and all), for evidence.
+    pub async fn internal_stats_raw(&self, topic: &str) -> Result<serde_json::Value, AdminError> {
+        self.get(&format!("/admin/v2/{}/internalStats", topic_path(topic)))
+            .await
+    }
+
+    /// One entry of a topic's managed ledger (`GET .../ledger/{l}/entry/{e}`): its metadata as
+    /// `X-Pulsar-*` headers and its payload as stored.
+    pub async fn entry(
+        &self,
+        topic: &str,
+        ledger: u64,
+        entry: i64,
+    ) -> Result<(std::collections::BTreeMap<String, String>, Vec<u8>), AdminError> {
+        self.get_raw(&format!(
+            "/admin/v2/{}/ledger/{ledger}/entry/{entry}",
+            topic_path(topic)
+        ))
+        .await
+    }
 }

@@ -50,6 +50,24 @@ fn prefixed(kv: &[(&str, String)]) -> Vec<String> {
         .collect()
 }
 
+/// A broker's settings: the harness's, then the scenario's `cluster.broker_config`, which
+/// replaces a harness default of the same key (validation keeps it off the settings the harness
+/// depends on), so no key is given twice.
+fn broker_settings(harness: &[(&str, String)], spec: &DockerCluster) -> Vec<String> {
+    let own: Vec<(&str, String)> = harness
+        .iter()
+        .filter(|(k, _)| !spec.broker_config.contains_key(*k))
+        .cloned()
+        .collect();
+    let mut env = prefixed(&own);
+    env.extend(
+        spec.broker_config
+            .iter()
+            .map(|(k, v)| format!("PULSAR_PREFIX_{k}={v}")),
+    );
+    env
+}
+
 /// Addresses inside the run's subnet: base + offset.
 fn addr(base: Ipv4Addr, offset: u32) -> String {
     Ipv4Addr::from(u32::from(base) + offset).to_string()
@@ -207,20 +225,23 @@ impl Cluster {
     ) -> Result<(), ClusterError> {
         self.create_network(kept).await?;
         let (bp, hp) = (spec.binary_port, spec.http_port);
-        let mut env = prefixed(&[
-            ("advertisedAddress", "127.0.0.1".into()),
-            ("brokerServicePort", bp.to_string()),
-            ("webServicePort", hp.to_string()),
-            ("transactionCoordinatorEnabled", "true".into()),
-            ("systemTopicEnabled", "true".into()),
-            ("brokerDeleteInactiveTopicsEnabled", "false".into()),
-            ("defaultRetentionTimeInMinutes", "-1".into()),
-            ("defaultRetentionSizeInMB", "-1".into()),
-            ("brokerShutdownTimeoutMs", "5000".into()),
-            // The standalone's bookie reads its settings from this file too. A killed
-            // container keeps what was written to the OS; only a host crash would lose it.
-            ("journalSyncData", "false".into()),
-        ]);
+        let mut env = broker_settings(
+            &[
+                ("advertisedAddress", "127.0.0.1".into()),
+                ("brokerServicePort", bp.to_string()),
+                ("webServicePort", hp.to_string()),
+                ("transactionCoordinatorEnabled", "true".into()),
+                ("systemTopicEnabled", "true".into()),
+                ("brokerDeleteInactiveTopicsEnabled", "false".into()),
+                ("defaultRetentionTimeInMinutes", "-1".into()),
+                ("defaultRetentionSizeInMB", "-1".into()),
+                ("brokerShutdownTimeoutMs", "5000".into()),
+                // The standalone's bookie reads its settings from this file too. A killed
+                // container keeps what was written to the OS; only a host crash would lose it.
+                ("journalSyncData", "false".into()),
+            ],
+            spec,
+        );
         env.push(format!("PULSAR_MEM={STANDALONE_MEM}"));
         env.push(format!("PULSAR_GC={}", jvm_options(spec.jvm)));
         let node_spec_labels = vec![
@@ -424,24 +445,27 @@ impl Cluster {
                 format!("PULSAR_MEM={BROKER_MEM}"),
                 format!("PULSAR_GC={}", jvm_options(spec.jvm)),
             ];
-            env.extend(prefixed(&[
-                ("metadataStoreUrl", "zk:zookeeper:2181".into()),
-                ("configurationMetadataStoreUrl", "zk:zookeeper:2181".into()),
-                ("clusterName", PULSAR_CLUSTER_NAME.into()),
-                ("advertisedAddress", ip.clone()),
-                ("brokerServicePort", "6650".into()),
-                ("webServicePort", "8080".into()),
-                ("transactionCoordinatorEnabled", "true".into()),
-                ("systemTopicEnabled", "true".into()),
-                ("managedLedgerDefaultEnsembleSize", ensemble.to_string()),
-                ("managedLedgerDefaultWriteQuorum", ensemble.to_string()),
-                ("managedLedgerDefaultAckQuorum", ensemble.to_string()),
-                ("brokerDeleteInactiveTopicsEnabled", "false".into()),
-                ("defaultRetentionTimeInMinutes", "-1".into()),
-                ("defaultRetentionSizeInMB", "-1".into()),
-                ("loadBalancerSheddingEnabled", "false".into()),
-                ("brokerShutdownTimeoutMs", "5000".into()),
-            ]));
+            env.extend(broker_settings(
+                &[
+                    ("metadataStoreUrl", "zk:zookeeper:2181".into()),
+                    ("configurationMetadataStoreUrl", "zk:zookeeper:2181".into()),
+                    ("clusterName", PULSAR_CLUSTER_NAME.into()),
+                    ("advertisedAddress", ip.clone()),
+                    ("brokerServicePort", "6650".into()),
+                    ("webServicePort", "8080".into()),
+                    ("transactionCoordinatorEnabled", "true".into()),
+                    ("systemTopicEnabled", "true".into()),
+                    ("managedLedgerDefaultEnsembleSize", ensemble.to_string()),
+                    ("managedLedgerDefaultWriteQuorum", ensemble.to_string()),
+                    ("managedLedgerDefaultAckQuorum", ensemble.to_string()),
+                    ("brokerDeleteInactiveTopicsEnabled", "false".into()),
+                    ("defaultRetentionTimeInMinutes", "-1".into()),
+                    ("defaultRetentionSizeInMB", "-1".into()),
+                    ("loadBalancerSheddingEnabled", "false".into()),
+                    ("brokerShutdownTimeoutMs", "5000".into()),
+                ],
+                spec,
+            ));
             let node = self
                 .add_node(
                     NodeSpec {
@@ -479,6 +503,47 @@ mod tests {
         assert_eq!(
             c[2],
             "bin/apply-config-from-env.py conf/broker.conf && exec bin/pulsar broker"
+        );
+    }
+
+    /// A scenario's broker setting replaces the harness's default of the same key (one
+    /// PULSAR_PREFIX_ per key) and comes after the harness's others.
+    #[test]
+    fn a_scenario_setting_replaces_the_harness_default_of_its_key() {
+        let spec = DockerCluster {
+            topology: Topology::Standalone,
+            image: None,
+            pulsar_version: "4.2.4".into(),
+            brokers: 1,
+            bookies: 1,
+            coordinators: 1,
+            binary_port: 6650,
+            http_port: 8080,
+            ready_timeout: std::time::Duration::from_secs(1),
+            jvm: Jvm::Quick,
+            broker_config: [
+                ("brokerShutdownTimeoutMs".to_string(), "9000".to_string()),
+                (
+                    "acknowledgmentAtBatchIndexLevelEnabled".to_string(),
+                    "false".to_string(),
+                ),
+            ]
+            .into(),
+        };
+        let env = broker_settings(
+            &[
+                ("advertisedAddress", "127.0.0.1".into()),
+                ("brokerShutdownTimeoutMs", "5000".into()),
+            ],
+            &spec,
+        );
+        assert_eq!(
+            env,
+            [
+                "PULSAR_PREFIX_advertisedAddress=127.0.0.1",
+                "PULSAR_PREFIX_acknowledgmentAtBatchIndexLevelEnabled=false",
+                "PULSAR_PREFIX_brokerShutdownTimeoutMs=9000",
+            ]
         );
     }
 }

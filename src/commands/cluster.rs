@@ -30,6 +30,7 @@ pub async fn up(args: ClusterUpArgs) -> Result<i32> {
         http_port: args.http_port,
         ready_timeout: args.ready_timeout,
         jvm: args.jvm.into(),
+        broker_config: args.broker_config.iter().cloned().collect(),
     };
     if spec.topology == Topology::Cluster && !(1..=5).contains(&spec.brokers) {
         return Err(Error::Usage("--brokers must be between 1 and 5".into()));

@@ -167,12 +167,14 @@ pub(super) async fn start_transform(s: TransformStart<'_>) -> Result<Driver> {
 }
 
 /// After the read-back of a transform run: the input subscription's backlog per partition,
-/// once 0 everywhere or as it is after 30 s.
+/// once 0 everywhere or as it is after 30 s; when it stays above 0, the entries it holds,
+/// looked at (`transform::held_entries`, with the fill's history in `dir`).
 pub(super) async fn consumer_evidence(
     admin: &Admin,
     scenario: &crate::scenario::Scenario,
     topic: &str,
     history: &History,
+    dir: &std::path::Path,
 ) -> Option<ConsumerEvidence> {
     let w = &scenario.workload;
     w.transform?;
@@ -184,15 +186,35 @@ pub(super) async fn consumer_evidence(
             "the input subscription's backlog: {}",
             backlog
                 .iter()
-                .map(|b| format!("{} {:?}", b.partition, b.backlog))
+                .map(|b| format!(
+                    "{} {}",
+                    b.partition,
+                    b.backlog.map_or("not reported".into(), |n| n.to_string())
+                ))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
     });
+    let held = if backlog.iter().any(|b| b.backlog.is_some_and(|n| n > 0)) {
+        let h = transform::held_entries(admin, &parts, &dir.join("history-in.jsonl")).await;
+        history.record(crate::history::EventBody::Note {
+            message: format!(
+                "the input subscription holds {} entr{}; {} looked at ({})",
+                h.total,
+                if h.total == 1 { "y" } else { "ies" },
+                h.entries.len(),
+                h.batch_index_ack_evidence
+            ),
+        });
+        Some(h)
+    } else {
+        None
+    };
     Some(ConsumerEvidence {
         input_topic: input,
         subscription: SUBSCRIPTION.to_string(),
         backlog,
+        held,
     })
 }
 

@@ -217,7 +217,7 @@ pub(super) async fn execute(
     };
     let (rb, incomplete, stuck_reads) =
         settle_and_read(dir, env, &admin, info, &parts, &req.scenario, &history).await?;
-    let consumer = consumer_evidence(&admin, &req.scenario, &info.topic, &history).await;
+    let consumer = consumer_evidence(&admin, &req.scenario, &info.topic, &history, &dir.path).await;
     // Logs for a run that did not go well: every container's, and for a stall the broker
     // lines about the topic since it began.
     let stall = stall_logs(dir, env, info, &history, stalled_since, at_stall).await;

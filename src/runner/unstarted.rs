@@ -101,7 +101,8 @@ impl Unstarted<'_> {
         let parts = topic_partitions(env, info).await?;
         let (rb, incomplete, stuck_reads) =
             settle_and_read(dir, env, &admin, info, &parts, &req.scenario, self.history).await?;
-        let consumer = consumer_evidence(&admin, &req.scenario, &info.topic, self.history).await;
+        let consumer =
+            consumer_evidence(&admin, &req.scenario, &info.topic, self.history, &dir.path).await;
         let stall = stall_logs(dir, env, info, self.history, None, Vec::new()).await;
         let read = Read {
             rb,

@@ -9,7 +9,7 @@ use pulsar::message::proto::{ServerError, TxnAction};
 use tokio::time::Instant;
 
 use crate::admin::Admin;
-use crate::checker::PartitionBacklog;
+use crate::checker::{held, FillOutcome, HeldEntry, HeldEvidence, PartitionBacklog, HELD_MAX};
 use crate::history::{EventBody, Outcome, ProbeOutcome, TxnId};
 use crate::scenario::transform::{ConflictProbe, SUBSCRIPTION};
 use crate::txn::consumer::{classify_ack, AckAnswer, AckKind};
@@ -237,4 +237,157 @@ pub async fn wait_backlog_zero(
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// The entries the subscription still holds on `partitions`, looked at (at most
+/// `HELD_MAX`): the cursor from `internalStats`, each held entry's headers and numbers from the
+/// admin API, the fill transaction's outcome from the fill's history (`fill_history`), and the
+/// broker's `acknowledgmentAtBatchIndexLevelEnabled` from its runtime configuration.
+pub async fn held_entries(
+    admin: &Admin,
+    partitions: &[String],
+    fill_history: &std::path::Path,
+) -> HeldEvidence {
+    let fills = fill_outcomes(fill_history);
+    let mut out = HeldEvidence::default();
+    for t in partitions {
+        let stats = match admin.internal_stats_raw(t).await {
+            Ok(s) => s,
+            Err(e) => {
+                out.cursors.push(format!("{t}: internalStats failed: {e}"));
+                continue;
+            }
+        };
+        let cursor = &stats["cursors"][SUBSCRIPTION];
+        let mark = cursor["markDeletePosition"].as_str().unwrap_or("");
+        let deleted = cursor["individuallyDeletedMessages"].as_str().unwrap_or("");
+        let lac = stats["lastConfirmedEntry"].as_str().unwrap_or("");
+        out.cursors.push(format!(
+            "GET /admin/v2/{}/internalStats: cursors.{SUBSCRIPTION}.markDeletePosition {mark}, {} deleted range(s) after it, lastConfirmedEntry {lac}",
+            t.replacen("persistent://", "persistent/", 1),
+            deleted.matches('(').count()
+        ));
+        let (Some(mark), Some(lac)) = (
+            crate::stuck::parse_position(mark),
+            crate::stuck::parse_position(lac),
+        ) else {
+            continue;
+        };
+        let ledgers: Vec<(u64, u64)> = stats["ledgers"]
+            .as_array()
+            .map(|l| {
+                l.iter()
+                    .filter_map(|l| {
+                        Some((l["ledgerId"].as_u64()?, l["entries"].as_u64().unwrap_or(0)))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let room = HELD_MAX.saturating_sub(out.entries.len());
+        let (positions, total) = held::held_positions(
+            mark,
+            &held::parse_deleted_ranges(deleted),
+            &ledgers,
+            lac,
+            room,
+        );
+        out.total += total;
+        for (l, e) in positions {
+            out.entries.push(held_entry(admin, t, (l, e), &fills).await);
+        }
+    }
+    match admin.runtime_configuration().await {
+        Ok(conf) => {
+            let v = conf.get("acknowledgmentAtBatchIndexLevelEnabled");
+            out.batch_index_ack = v.and_then(|v| match v {
+                serde_json::Value::Bool(b) => Some(*b),
+                serde_json::Value::String(s) => s.parse().ok(),
+                _ => None,
+            });
+            out.batch_index_ack_evidence = format!(
+                "GET /admin/v2/brokers/configuration/runtime: acknowledgmentAtBatchIndexLevelEnabled = {}",
+                v.map_or("absent".into(), |v| v
+                    .as_str()
+                    .map_or_else(|| v.to_string(), str::to_string))
+            );
+        }
+        Err(e) => out.batch_index_ack_evidence = format!("runtime configuration not read: {e}"),
+    }
+    out
+}
+
+/// One held entry: its marker type, writing transaction and numbers.
+async fn held_entry(
+    admin: &Admin,
+    topic: &str,
+    position: (u64, i64),
+    fills: &std::collections::HashMap<TxnId, Outcome>,
+) -> HeldEntry {
+    let mut e = HeldEntry {
+        partition: topic.to_string(),
+        position,
+        marker: None,
+        txn: None,
+        fill: FillOutcome::Unknown,
+        numbers: None,
+    };
+    let Ok((h, body)) = admin.entry(topic, position.0, position.1).await else {
+        return e;
+    };
+    let num = |k: &str| h.get(k).and_then(|v| v.parse::<i64>().ok());
+    e.marker = num("x-pulsar-marker-type");
+    if let (Some(most), Some(least)) = (
+        num("x-pulsar-txnid-most-bits"),
+        num("x-pulsar-txnid-least-bits"),
+    ) {
+        let txn = TxnId {
+            most: most as u64,
+            least: least as u64,
+        };
+        e.txn = Some(txn);
+        e.fill = match fills.get(&txn) {
+            Some(Outcome::Committed) => FillOutcome::Committed,
+            Some(Outcome::Aborted) => FillOutcome::Aborted,
+            _ => FillOutcome::Unknown,
+        };
+    }
+    let compressed = h
+        .get("x-pulsar-compression")
+        .is_some_and(|c| !c.eq_ignore_ascii_case("none"));
+    if e.marker.is_none() && !compressed {
+        e.numbers = entry_numbers(&body, num("x-pulsar-num-batch-message"));
+    }
+    e
+}
+
+/// The numbers of an entry's messages: a batch's members, or the one message.
+pub fn entry_numbers(body: &[u8], batch: Option<i64>) -> Option<Vec<u64>> {
+    use crate::checker::parse_number;
+    match batch {
+        Some(n) if n > 0 => crate::txn::entry::split_batch(body, n as i32)
+            .ok()?
+            .into_iter()
+            .map(parse_number)
+            .collect(),
+        _ => parse_number(body).map(|n| vec![n]),
+    }
+}
+
+/// What the fill's history says each of its transactions became (the last definitive word).
+fn fill_outcomes(path: &std::path::Path) -> std::collections::HashMap<TxnId, Outcome> {
+    let mut out = std::collections::HashMap::new();
+    let Ok(events) = crate::history::read(path) else {
+        return out;
+    };
+    for e in events.flatten() {
+        let (txn, outcome) = match e.body {
+            EventBody::TxnOutcome { txn, outcome, .. } => (txn, outcome),
+            EventBody::TxnResolved { txn, resolved, .. } => (txn, resolved),
+            _ => continue,
+        };
+        if outcome != Outcome::Ambiguous {
+            out.insert(txn, outcome);
+        }
+    }
+    out
 }

@@ -178,3 +178,23 @@ fn a_run_complete_by_its_commits_does_not_claim_a_backlog_it_never_asked() {
     assert!(!Completion::AllCommitted.seen().contains("backlog"));
     assert!(Completion::IdleBacklogZero.seen().contains("backlog is 0"));
 }
+
+/// A held entry's numbers as the admin API returns its payload: a batch's members (as 4.0.7
+/// stored entry 12:24, numbers 130..=139, each member's metadata 5 bytes), or one message.
+#[test]
+fn a_held_entry_s_numbers_are_read_from_its_payload() {
+    let mut batch = Vec::new();
+    for n in 130u32..140 {
+        batch.extend_from_slice(&5u32.to_be_bytes());
+        // payload_size = 3, sequence_id = 100 + n (two-byte varint).
+        let seq = 100 + n;
+        batch.extend_from_slice(&[0x18, 0x03, 0x40, (seq as u8) | 0x80, (seq >> 7) as u8]);
+        batch.extend_from_slice(n.to_string().as_bytes());
+    }
+    assert_eq!(
+        super::entry_numbers(&batch, Some(10)),
+        Some((130..140).collect())
+    );
+    assert_eq!(super::entry_numbers(b"42", None), Some(vec![42]));
+    assert_eq!(super::entry_numbers(&batch[..20], Some(10)), None);
+}

@@ -182,6 +182,7 @@ impl TestCluster {
             http_port: hp,
             ready_timeout: Duration::from_secs(300),
             jvm: it_jvm(),
+            broker_config: Default::default(),
         };
         let run_id = format!("t{:07x}", rand_id());
         let cluster = Cluster::up(engine, &spec, &run_id, &img, false)

@@ -29,6 +29,7 @@ mod test_support;
 mod verdict;
 
 pub use client_answers::{AnswerRow, ClientAnswers};
+pub use consumer::held::{self, FillOutcome, HeldEntry, HeldEvidence, HELD_MAX};
 pub use consumer::{AckLatency, ConsumerEvidence, ConsumerSummary, PartitionBacklog, ProbeRecord};
 pub use faults_fired::{FaultsSummary, NotFired};
 pub use findings::{CheckerError, DupSpan, Findings, Span, Unexpected, LIST_CAP};

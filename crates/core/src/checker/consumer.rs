@@ -19,6 +19,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::history::{EventBody, ProbeOutcome, TxnId};
 
+pub mod held;
+pub use held::HeldEvidence;
+
 /// The subscription's backlog on one input partition, as the admin API reported it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartitionBacklog {
@@ -37,6 +40,10 @@ pub struct ConsumerEvidence {
     pub input_topic: String,
     pub subscription: String,
     pub backlog: Vec<PartitionBacklog>,
+    /// The entries the subscription still held, looked at (gathered only when the backlog
+    /// stayed above 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<HeldEvidence>,
 }
 
 /// One conflict probe, from the history.
@@ -93,6 +100,9 @@ pub struct ConsumerSummary {
     /// One sample (ms) per attempt whose ACKs were all acknowledged (while counting).
     #[serde(skip)]
     ack_samples: Vec<u64>,
+    /// Which transactions took which inputs, and how they ended (to explain held entries).
+    #[serde(skip)]
+    acknowledgers: held::Acknowledgers,
 }
 
 /// The ACK latency of a transform run, in milliseconds of the history's clock: from an
@@ -132,10 +142,12 @@ impl ConsumerSummary {
     pub(super) fn event(&mut self, t_ms: u64, body: &EventBody) {
         match body {
             EventBody::InputsTaken {
+                attempt,
                 inputs,
                 redelivered,
                 ..
             } => {
+                self.acknowledgers.taken(*attempt, inputs);
                 self.transactions += 1;
                 self.inputs_taken += inputs.iter().map(|(a, b)| b - a).sum::<u64>();
                 self.inputs_redelivered += redelivered;
@@ -157,8 +169,24 @@ impl ConsumerSummary {
                     self.ack_samples.push(t_ms.saturating_sub(sent));
                 }
             }
-            EventBody::TxnOutcome { txn, outcome, .. } => self.holder_ended(*txn, *outcome),
-            EventBody::TxnResolved { txn, resolved, .. } => self.holder_ended(*txn, *resolved),
+            EventBody::TxnOutcome {
+                attempt,
+                txn,
+                outcome,
+                ..
+            } => {
+                self.acknowledgers.ended(*attempt, *txn, *outcome);
+                self.holder_ended(*txn, *outcome)
+            }
+            EventBody::TxnResolved {
+                attempt,
+                txn,
+                resolved,
+                ..
+            } => {
+                self.acknowledgers.ended(*attempt, *txn, *resolved);
+                self.holder_ended(*txn, *resolved)
+            }
             EventBody::ConflictProbe {
                 attempt,
                 probe,
@@ -285,9 +313,30 @@ impl ConsumerSummary {
                 .collect::<Vec<_>>()
                 .join("; ");
             if finished && outputs_complete {
-                self.findings.push(format!(
+                let head = format!(
                     "every input's output was committed with its acknowledgement, yet the subscription still holds input(s): {words}"
-                ));
+                );
+                match evidence.and_then(|e| e.held.as_ref()) {
+                    Some(h) if !h.entries.is_empty() => {
+                        let kinds = self.acknowledgers.classify(&h.entries);
+                        let mut found = Vec::new();
+                        held::judge_held(h, &kinds, &mut found, notes);
+                        if found.is_empty() && h.total > h.entries.len() as u64 {
+                            found.push(format!(
+                                "{} held entries were not looked at (the first {} were)",
+                                h.total - h.entries.len() as u64,
+                                h.entries.len()
+                            ));
+                        }
+                        let none = found.is_empty();
+                        self.findings
+                            .extend(found.into_iter().map(|f| format!("{head}. {f}")));
+                        if none {
+                            notes.push(format!("{head}, but nothing it holds can be delivered"));
+                        }
+                    }
+                    _ => self.findings.push(head),
+                }
             } else {
                 reasons.push(format!(
                     "the input subscription still holds input(s), but the transform did not finish every input, so that is the harness's: {words}"

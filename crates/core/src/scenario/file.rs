@@ -39,6 +39,27 @@ pub struct ScenarioFile {
     pub allow_destructive: Option<bool>,
 }
 
+/// A broker setting's value as written: YAML's `true`, `5` and `"text"` alike.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum ConfValue {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Text(String),
+}
+
+impl std::fmt::Display for ConfValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfValue::Bool(b) => write!(f, "{b}"),
+            ConfValue::Int(n) => write!(f, "{n}"),
+            ConfValue::Float(x) => write!(f, "{x}"),
+            ConfValue::Text(t) => f.write_str(t),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterFile {
@@ -62,6 +83,10 @@ pub struct ClusterFile {
     pub ready_timeout: Option<Dur>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jvm: Option<super::kinds::Jvm>,
+    /// Broker settings (`standalone.conf` / `broker.conf` keys) for a cluster the harness
+    /// starts, applied as `PULSAR_PREFIX_<key>` at start.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub broker_config: std::collections::BTreeMap<String, ConfValue>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -19,7 +19,9 @@ pub use file::*;
 pub use kinds::*;
 pub use model::*;
 pub use transform::{ConflictProbe, SubscriptionType, Transform, TransformFunction, WorkloadKind};
-pub use validate::{validate, DEFAULT_COMMITS_IN_FLIGHT};
+pub use validate::{
+    check_broker_setting, validate, DEFAULT_COMMITS_IN_FLIGHT, HARNESS_BROKER_SETTINGS,
+};
 
 use locate::{path_to_string, Locations};
 

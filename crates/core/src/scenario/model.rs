@@ -97,6 +97,9 @@ pub struct DockerCluster {
     pub ready_timeout: Duration,
     /// How the cluster's JVMs run (`cluster.jvm`, or `PULSAR_CHAOS_JVM`).
     pub jvm: Jvm,
+    /// Broker settings (`cluster.broker_config`), key to value as the broker reads them,
+    /// applied on top of the harness's own (which they may not override).
+    pub broker_config: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

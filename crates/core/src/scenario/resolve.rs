@@ -36,6 +36,11 @@ pub(super) fn resolve_cluster_file(c: &ClusterSpec) -> ClusterFile {
             http_port: (d.topology == Topology::Standalone).then_some(d.http_port),
             ready_timeout: Some(Dur(d.ready_timeout)),
             jvm: (d.jvm != Jvm::Standard).then_some(d.jvm),
+            broker_config: d
+                .broker_config
+                .iter()
+                .map(|(k, v)| (k.clone(), super::file::ConfValue::Text(v.clone())))
+                .collect(),
             service_url: None,
             admin_url: None,
         },

@@ -770,3 +770,61 @@ fn the_jvm_setting_is_standard_unless_asked_and_survives_the_resolved_copy() {
     ));
     assert!(m.contains("unknown value `fast`"), "{m}");
 }
+
+#[test]
+fn broker_settings_are_read_as_written_kept_in_the_resolved_copy_and_checked() {
+    let text = SMOKE.replace(
+        "cluster: { topology: standalone }",
+        "cluster:\n  topology: standalone\n  broker_config:\n    acknowledgmentAtBatchIndexLevelEnabled: false\n    maxUnackedMessagesPerConsumer: 100\n    dispatcherMaxReadBatchSize: \"50\"",
+    );
+    let s = parse("s.yaml", &text).unwrap();
+    let again = parse("resolved.yaml", &s.resolved_yaml()).unwrap();
+    for s in [&s, &again] {
+        match &s.cluster {
+            ClusterSpec::Docker(d) => {
+                let got: Vec<(&str, &str)> = d
+                    .broker_config
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                assert_eq!(
+                    got,
+                    [
+                        ("acknowledgmentAtBatchIndexLevelEnabled", "false"),
+                        ("dispatcherMaxReadBatchSize", "50"),
+                        ("maxUnackedMessagesPerConsumer", "100"),
+                    ]
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // None by default, and none written into the resolved copy.
+    match &parse("s.yaml", SMOKE).unwrap().cluster {
+        ClusterSpec::Docker(d) => assert!(d.broker_config.is_empty()),
+        other => panic!("{other:?}"),
+    }
+    assert!(!parse("s.yaml", SMOKE)
+        .unwrap()
+        .resolved_yaml()
+        .contains("broker_config"));
+    // A setting the harness depends on is refused, at its key.
+    let (line, _, m) = error_of(&SMOKE.replace(
+        "cluster: { topology: standalone }",
+        "cluster:\n  topology: standalone\n  broker_config:\n    brokerServicePort: 7000",
+    ));
+    assert!(m.contains("set by the harness"), "{m}");
+    assert!(line >= 4, "{line}");
+    let (_, _, m) = error_of(&SMOKE.replace(
+        "cluster: { topology: standalone }",
+        "cluster:\n  topology: standalone\n  broker_config:\n    \"bad key\": 1",
+    ));
+    assert!(m.contains("named as in broker.conf"), "{m}");
+    assert!(check_broker_setting("a", "x\ny").is_err());
+    assert!(check_broker_setting("acknowledgmentAtBatchIndexLevelEnabled", "true").is_ok());
+    // A cluster the harness did not start keeps its own settings.
+    let (_, _, m) = error_of(
+        "name: e\ncluster:\n  service_url: pulsar://h:6650\n  admin_url: http://h:8080\n  broker_config: { a: 1 }\nworkload: { topic: t, messages: 10 }\n",
+    );
+    assert!(m.contains("does not apply to an external cluster"), "{m}");
+}

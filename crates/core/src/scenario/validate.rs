@@ -195,7 +195,59 @@ fn validate_cluster(c: &ClusterFile) -> Result<ClusterSpec, Invalid> {
         http_port,
         ready_timeout,
         jvm: c.jvm.unwrap_or_default(),
+        broker_config: validate_broker_config(&c.broker_config)?,
     }))
+}
+
+/// Settings the harness sets itself on every node it starts (addresses, ports, the metadata
+/// store, transactions, retention): a scenario may not change them.
+pub const HARNESS_BROKER_SETTINGS: [&str; 12] = [
+    "advertisedAddress",
+    "brokerServicePort",
+    "webServicePort",
+    "clusterName",
+    "metadataStoreUrl",
+    "configurationMetadataStoreUrl",
+    "transactionCoordinatorEnabled",
+    "systemTopicEnabled",
+    "brokerDeleteInactiveTopicsEnabled",
+    "defaultRetentionTimeInMinutes",
+    "defaultRetentionSizeInMB",
+    "bindAddress",
+];
+
+/// One broker setting as `cluster.broker_config` or `cluster up --broker-config` give it: a
+/// key as Pulsar spells it (letters, digits, `_`, `.`), a value on one line, none of the
+/// harness's own settings.
+pub fn check_broker_setting(k: &str, v: &str) -> Result<(), String> {
+    let well_formed = k.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    if !well_formed {
+        return Err("a broker setting is named as in broker.conf (letters, digits, `_`, `.`), such as acknowledgmentAtBatchIndexLevelEnabled".into());
+    }
+    if HARNESS_BROKER_SETTINGS.contains(&k) {
+        return Err(format!(
+            "`{k}` is set by the harness on every node it starts; it cannot be changed here"
+        ));
+    }
+    if v.contains(['\n', '\r']) {
+        return Err("a broker setting's value is one line".into());
+    }
+    Ok(())
+}
+
+fn validate_broker_config(
+    raw: &std::collections::BTreeMap<String, super::file::ConfValue>,
+) -> Result<std::collections::BTreeMap<String, String>, Invalid> {
+    let mut out = std::collections::BTreeMap::new();
+    for (k, v) in raw {
+        let v = v.to_string();
+        check_broker_setting(k, &v)
+            .map_err(|m| (vec![key("cluster"), key("broker_config"), key(k)], m))?;
+        out.insert(k.clone(), v);
+    }
+    Ok(out)
 }
 
 /// The topology as written, or the one the other keys imply: external when a URL is given,
@@ -251,6 +303,7 @@ fn validate_external(c: &ClusterFile) -> Result<ClusterSpec, Invalid> {
         ("binary_port", c.binary_port.is_some()),
         ("http_port", c.http_port.is_some()),
         ("jvm", c.jvm.is_some()),
+        ("broker_config", !c.broker_config.is_empty()),
     ] {
         if set {
             return err(&["cluster", field], "does not apply to an external cluster");

@@ -2,6 +2,7 @@
 
 use super::super::test_support::{ev, finished, grade};
 use super::super::{Context, Status};
+use super::held::{FillOutcome, HeldEntry};
 use super::*;
 use crate::history::{Event, EventBody, Outcome, ProbeOutcome, TxnId};
 
@@ -76,6 +77,7 @@ fn backlog(n: Option<u64>) -> Context {
                 backlog: n,
                 evidence: format!("msgBacklog {n:?}"),
             }],
+            held: None,
         }),
         ..Context::default()
     }
@@ -367,4 +369,122 @@ fn an_input_acked_only_in_an_aborted_transaction_with_no_backlog_is_pulsars() {
     // And with no backlog reported, nothing is claimed about Pulsar.
     let v = grade(&[], aborted_history(), &backlog(None));
     assert_eq!(v.missing[0].cause, crate::checker::Cause::Harness);
+}
+
+/// A transform history in which attempt 1 (T1) took [0, 7) and attempt 2 (T2) took [7, 10),
+/// both committed; the input's entry 5:0 held [0, 10) in one batch.
+fn split_history() -> Vec<Event> {
+    let t2 = TxnId { most: 0, least: 2 };
+    let mut h = Vec::new();
+    for (attempt, txn, inputs) in [(1, T1, (0, 7)), (2, t2, (7, 10))] {
+        h.push(ev(
+            0,
+            EventBody::InputsTaken {
+                attempt,
+                consumer: 0,
+                inputs: vec![inputs],
+                redelivered: 0,
+            },
+        ));
+        h.push(ev(
+            1,
+            EventBody::TxnOutcome {
+                attempt,
+                txn,
+                outcome: Outcome::Committed,
+                detail: String::new(),
+            },
+        ));
+    }
+    h.push(finished(6, true));
+    h
+}
+
+fn held_context(batch_index_ack: Option<bool>, fill: FillOutcome) -> Context {
+    let mut c = backlog(Some(1));
+    c.consumer.as_mut().unwrap().held = Some(HeldEvidence {
+        total: 1,
+        entries: vec![HeldEntry {
+            partition: "in-partition-0".into(),
+            position: (5, 0),
+            marker: None,
+            txn: Some(TxnId { most: 0, least: 9 }),
+            fill,
+            numbers: Some((0..10).collect()),
+        }],
+        cursors: vec!["in-partition-0: markDeletePosition 5:-1".into()],
+        batch_index_ack,
+        batch_index_ack_evidence: "GET /admin/v2/brokers/configuration/runtime".into(),
+    });
+    c
+}
+
+/// A batch split between two committed transactions on a broker without batch-index
+/// acknowledgement is held by design: a violation whose words name the configuration, its
+/// documentation and the knob, not Pulsar's bug.
+#[test]
+fn a_split_batch_held_with_batch_index_ack_off_names_the_configuration() {
+    let v = grade(
+        &all(),
+        split_history(),
+        &held_context(Some(false), FillOutcome::Committed),
+    );
+    assert_eq!(v.status, Status::Violation, "{}", v.summary);
+    let f = &v.consumer.unwrap().findings;
+    assert_eq!(f.len(), 1, "{f:?}");
+    for words in [
+        "5:0 (numbers 0..=9, written by transaction (0,9))",
+        "committed transactions (0,1) and (0,2)",
+        "acknowledgmentAtBatchIndexLevelEnabled=false",
+        "not a Pulsar bug",
+        "txn-advanced-features",
+        "markDeletePosition 5:-1",
+    ] {
+        assert!(f[0].contains(words), "{words}: {}", f[0]);
+    }
+}
+
+#[test]
+fn a_split_batch_held_with_batch_index_ack_on_is_pulsar_s() {
+    let v = grade(
+        &all(),
+        split_history(),
+        &held_context(Some(true), FillOutcome::Committed),
+    );
+    assert_eq!(v.status, Status::Violation, "{}", v.summary);
+    let f = &v.consumer.unwrap().findings;
+    assert!(f[0].contains("batch-index acknowledgement is on"), "{f:?}");
+    assert!(!f[0].contains("not a Pulsar bug"), "{f:?}");
+}
+
+/// Entries of an aborted transaction are never delivered: held ones are a note, not a
+/// violation.
+#[test]
+fn a_held_entry_of_an_aborted_transaction_is_a_note() {
+    let v = grade(
+        &all(),
+        split_history(),
+        &held_context(Some(false), FillOutcome::Aborted),
+    );
+    assert_eq!(v.status, Status::Pass, "{}", v.summary);
+    assert!(
+        v.notes.iter().any(|n| n.contains("aborted transactions")),
+        "{:?}",
+        v.notes
+    );
+}
+
+/// One committed transaction acknowledged the whole entry, yet it is held: Pulsar's.
+#[test]
+fn a_whole_batch_held_after_one_commit_is_pulsar_s() {
+    let mut h = transform_history(vec![], true);
+    h.retain(|e| !matches!(e.body, EventBody::InputsRedelivered { .. }));
+    let v = grade(
+        &all(),
+        h,
+        &held_context(Some(false), FillOutcome::Committed),
+    );
+    assert_eq!(v.status, Status::Violation, "{}", v.summary);
+    let f = &v.consumer.unwrap().findings;
+    assert!(f[0].contains("in one committed transaction"), "{f:?}");
 }
