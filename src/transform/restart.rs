@@ -88,6 +88,14 @@ impl Restarts {
                     "the consumer is closed already (an earlier restart not healed)".into(),
                 );
             }
+            // One request at a time: replacing a pending one would drop its answer, and that
+            // fault would read as if the transform had ended.
+            if let Some((pending, _)) = &s.request {
+                return Err(format!(
+                    "consumer {} has a restart pending already ({pending})",
+                    consumer + 1
+                ));
+            }
             s.request = Some((fault.to_string(), tx));
         }
         if let Ok(r) = tokio::time::timeout(within, &mut rx).await {
@@ -202,3 +210,51 @@ impl Transformer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression (the 19814 run through Java, 2026-12-06): a second restart asked of a
+    /// consumer whose first was still pending replaced it, and the first fault failed with
+    /// "the transform ended before the consumer held inputs in an open transaction" 0.1 s into
+    /// the transform. Now the second is refused, naming the first, and the first still waits.
+    #[tokio::test]
+    async fn a_second_restart_of_a_consumer_is_refused_while_the_first_waits() {
+        let r = std::sync::Arc::new(Restarts::new(2));
+        let first = {
+            let r = r.clone();
+            tokio::spawn(async move { r.close(1, "consumer_restart-0#1", Duration::from_secs(30)).await })
+        };
+        // The first request is in its slot once `take` finds it; wait for that by condition.
+        while r.slots[1].lock().expect("lock").request.is_none() {
+            tokio::task::yield_now().await;
+        }
+        let second = r
+            .close(1, "consumer_restart-0#2", Duration::from_secs(30))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            second,
+            "consumer 2 has a restart pending already (consumer_restart-0#1)"
+        );
+        assert!(!first.is_finished());
+        // The worker takes the first; its answer reaches the first fault.
+        let (fault, reply) = r.take(1).expect("the first request");
+        assert_eq!(fault, "consumer_restart-0#1");
+        reply
+            .send(Closed {
+                consumer: 1,
+                attempt: 3,
+                txn: TxnId { most: 0, least: 85 },
+                inputs: 2,
+                answer: "closed".into(),
+            })
+            .unwrap();
+        let closed = first.await.unwrap().unwrap();
+        assert_eq!((closed.consumer, closed.attempt), (1, 3));
+        // Another consumer's slot is its own.
+        assert!(r.slots[0].lock().expect("lock").request.is_none());
+    }
+}
+
