@@ -224,7 +224,10 @@ mod tests {
         let r = std::sync::Arc::new(Restarts::new(2));
         let first = {
             let r = r.clone();
-            tokio::spawn(async move { r.close(1, "consumer_restart-0#1", Duration::from_secs(30)).await })
+            tokio::spawn(async move {
+                r.close(1, "consumer_restart-0#1", Duration::from_secs(30))
+                    .await
+            })
         };
         // The first request is in its slot once `take` finds it; wait for that by condition.
         while r.slots[1].lock().expect("lock").request.is_none() {
@@ -257,4 +260,3 @@ mod tests {
         assert!(r.slots[0].lock().expect("lock").request.is_none());
     }
 }
-
