@@ -341,6 +341,11 @@ impl ConsumerSummary {
                 reasons.push(format!(
                     "the input subscription still holds input(s), but the transform did not finish every input, so that is the harness's: {words}"
                 ));
+                if let Some(h) = evidence.and_then(|e| e.held.as_ref()) {
+                    if let Some(n) = self.acknowledgers.unfinished_note(h) {
+                        notes.push(n);
+                    }
+                }
             }
         }
         !self.findings.is_empty()

@@ -193,6 +193,57 @@ impl Acknowledgers {
         out
     }
 
+    /// The last transaction that took `n`, and how it ended (`None`: never taken, or its
+    /// attempt has no outcome).
+    fn last_taker(&self, n: u64) -> Option<(u64, TxnId, Outcome)> {
+        self.taken
+            .iter()
+            .rev()
+            .find(|&&(a, b, _)| (a..b).contains(&n))
+            .and_then(|&(_, _, attempt)| {
+                self.attempts
+                    .get(&attempt)
+                    .map(|&(txn, outcome)| (attempt, txn, outcome))
+            })
+    }
+
+    /// For a transform that did not finish: what the held entries hold, in one note (how many
+    /// hold inputs no committed transaction acknowledged, and for the first such entry the
+    /// last transaction that took its inputs and how it ended). `None` without entries.
+    pub fn unfinished_note(&self, held: &HeldEvidence) -> Option<String> {
+        let kinds = self.classify(&held.entries);
+        let open: Vec<(&HeldEntry, &Vec<u64>)> = held
+            .entries
+            .iter()
+            .zip(&kinds)
+            .filter_map(|(e, k)| match k {
+                HeldKind::NotAcknowledged(n) => Some((e, n)),
+                _ => None,
+            })
+            .collect();
+        let (first, numbers) = open.first()?;
+        let last = match self.last_taker(numbers[0]) {
+            Some((attempt, txn, outcome)) => format!(
+                "number {} was last taken by attempt {attempt} in transaction {txn}, which ended {}",
+                numbers[0],
+                match outcome {
+                    Outcome::Committed => "committed",
+                    Outcome::Aborted => "aborted",
+                    Outcome::Ambiguous => "with an outcome the client could not learn",
+                }
+            ),
+            None => format!("number {} was never taken by the transform", numbers[0]),
+        };
+        Some(format!(
+            "{} of the {} held entr{} looked at ({} held in all) hold inputs no committed transaction acknowledged, e.g. {}: {last}; the subscription kept them and the transform's consumers did not take them again before it stopped",
+            open.len(),
+            held.entries.len(),
+            if held.entries.len() == 1 { "y" } else { "ies" },
+            held.total,
+            entry_words(first)
+        ))
+    }
+
     /// What each held entry is.
     pub fn classify(&self, entries: &[HeldEntry]) -> Vec<HeldKind> {
         let wanted: BTreeSet<u64> = entries

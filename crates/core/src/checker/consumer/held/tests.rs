@@ -92,3 +92,37 @@ fn an_entry_is_named_by_position_numbers_and_writer() {
         "12:24 (numbers 130..=139, written by transaction (0,2))"
     );
 }
+
+/// A transform that did not finish: the held entries are explained in a note, naming the
+/// last transaction that took an unacknowledged input and how it ended.
+#[test]
+fn an_unfinished_transform_s_held_inputs_name_their_last_taker() {
+    let (a, b) = (TxnId { most: 0, least: 1 }, TxnId { most: 0, least: 2 });
+    let mut k = Acknowledgers::default();
+    k.taken(1, &[(0, 7)]);
+    k.ended(1, a, Outcome::Committed);
+    k.taken(2, &[(7, 14)]);
+    k.ended(2, b, Outcome::Aborted);
+    let mut held = HeldEvidence {
+        total: 3,
+        entries: vec![
+            entry(Some((7..14).collect()), FillOutcome::Committed, None),
+            entry(Some((14..21).collect()), FillOutcome::Committed, None),
+        ],
+        ..HeldEvidence::default()
+    };
+    held.entries[0].position = (12, 1);
+    let n = k.unfinished_note(&held).unwrap();
+    assert!(
+        n.starts_with("2 of the 2 held entries looked at (3 held in all) hold inputs no committed transaction acknowledged, e.g. 12:1 (numbers 7..=13): number 7 was last taken by attempt 2 in transaction (0,2), which ended aborted"),
+        "{n}"
+    );
+    held.entries.remove(0);
+    assert!(k
+        .unfinished_note(&held)
+        .unwrap()
+        .contains("number 14 was never taken"));
+    // Nothing to say when every held entry is acknowledged or never delivered.
+    held.entries = vec![entry(Some((0..7).collect()), FillOutcome::Committed, None)];
+    assert_eq!(k.unfinished_note(&held), None);
+}
