@@ -307,16 +307,16 @@ pub fn entry_words(e: &HeldEntry) -> String {
     format!("{}:{} ({nums}{by})", e.position.0, e.position.1)
 }
 
-/// The held entries judged, in sentences: findings (violations) and notes. `None` when there
-/// is nothing to say beyond the backlog itself (no entries looked at).
+/// The held entries judged, in sentences: findings (violations) and notes (nothing when no
+/// entry was looked at).
 pub fn judge_held(
     held: &HeldEvidence,
     kinds: &[HeldKind],
     findings: &mut Vec<String>,
     notes: &mut Vec<String>,
-) -> bool {
+) {
     if held.entries.is_empty() {
-        return false;
+        return;
     }
     let of = |pick: fn(&HeldKind) -> bool| -> Vec<(&HeldEntry, &HeldKind)> {
         held.entries
@@ -397,7 +397,6 @@ pub fn judge_held(
             entry_words(unreadable[0].0)
         ));
     }
-    true
 }
 
 #[cfg(test)]
