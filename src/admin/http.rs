@@ -41,12 +41,14 @@ struct Refusal {
 }
 
 impl Admin {
-    pub(super) async fn call(
+    /// One request: its status checked (Pulsar's `reason` on a refusal), the answer's
+    /// `X-Pulsar-*` headers (names lower-cased) and its body as bytes.
+    async fn request(
         &self,
         method: &'static str,
         path: &str,
         body: Option<String>,
-    ) -> Result<String, AdminError> {
+    ) -> Result<(std::collections::BTreeMap<String, String>, Vec<u8>), AdminError> {
         let url = format!("{}{}", self.base, path);
         let req = match method {
             "GET" => self.http.get(&url),
@@ -65,16 +67,32 @@ impl Admin {
             message: error_chain(&e),
         })?;
         let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap_or_default();
+        let headers = resp
+            .headers()
+            .iter()
+            .filter(|(k, _)| k.as_str().starts_with("x-pulsar-"))
+            .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
+            .collect();
+        let bytes = resp.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
         if !(200..300).contains(&status) {
             return Err(AdminError::Status {
                 method,
                 url,
                 status,
-                body: refusal_reason(text),
+                body: refusal_reason(String::from_utf8_lossy(&bytes).into_owned()),
             });
         }
-        Ok(text)
+        Ok((headers, bytes))
+    }
+
+    pub(super) async fn call(
+        &self,
+        method: &'static str,
+        path: &str,
+        body: Option<String>,
+    ) -> Result<String, AdminError> {
+        let (_, bytes) = self.request(method, path, body).await?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     /// `GET path`: the answer's `X-Pulsar-*` headers (names lower-cased) and its body as bytes.
@@ -82,34 +100,7 @@ impl Admin {
         &self,
         path: &str,
     ) -> Result<(std::collections::BTreeMap<String, String>, Vec<u8>), AdminError> {
-        let url = format!("{}{}", self.base, path);
-        let resp = self
-            .http
-            .get(&url)
-            .send()
-            .await
-            .map_err(|e| AdminError::Http {
-                method: "GET",
-                url: url.clone(),
-                message: error_chain(&e),
-            })?;
-        let status = resp.status().as_u16();
-        let headers = resp
-            .headers()
-            .iter()
-            .filter(|(k, _)| k.as_str().starts_with("x-pulsar-"))
-            .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
-            .collect();
-        let body = resp.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
-        if !(200..300).contains(&status) {
-            return Err(AdminError::Status {
-                method: "GET",
-                url,
-                status,
-                body: refusal_reason(String::from_utf8_lossy(&body).into_owned()),
-            });
-        }
-        Ok((headers, body))
+        self.request("GET", path, None).await
     }
 
     pub(super) fn decode<T: for<'de> Deserialize<'de>>(

@@ -19,6 +19,14 @@ fn ledger_state_reads_internal_stats() {
         serde_json::from_str::<LedgerState>("{}").unwrap(),
         LedgerState::default()
     );
+    // The same from the raw answer the held entries are read from (cursors beside it).
+    let raw: serde_json::Value = serde_json::from_str(
+        r#"{"lastConfirmedEntry":"34:3961","currentLedgerEntries":3962,
+            "ledgers":[{"ledgerId":21,"entries":300},{"ledgerId":34,"entries":0}],
+            "cursors":{"s":{"markDeletePosition":"21:5"}}}"#,
+    )
+    .unwrap();
+    assert_eq!(LedgerState::of(&raw), s);
 }
 
 #[test]

@@ -71,6 +71,16 @@ struct LedgerInfo {
     entries: Option<u64>,
 }
 
+impl LedgerState {
+    /// The managed ledger's part of a raw `internalStats` answer (what Pulsar left out stays
+    /// unknown).
+    pub fn of(stats: &serde_json::Value) -> LedgerState {
+        InternalStats::deserialize(stats)
+            .map(LedgerState::from)
+            .unwrap_or_default()
+    }
+}
+
 impl From<InternalStats> for LedgerState {
     fn from(s: InternalStats) -> LedgerState {
         let ledgers: Vec<(u64, u64)> = s
@@ -238,7 +248,8 @@ impl Admin {
             .await
     }
 
-    /// `internalStats` as Pulsar wrote it (cursors and all), for evidence.
+    /// `internalStats` as Pulsar wrote it (cursors and all), for evidence; `LedgerState::of`
+    /// reads the managed ledger's part of it.
     pub async fn internal_stats_raw(&self, topic: &str) -> Result<serde_json::Value, AdminError> {
         self.get(&format!("/admin/v2/{}/internalStats", topic_path(topic)))
             .await

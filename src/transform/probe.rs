@@ -267,27 +267,16 @@ pub async fn held_entries(
             t.replacen("persistent://", "persistent/", 1),
             deleted.matches('(').count()
         ));
-        let (Some(mark), Some(lac)) = (
-            crate::stuck::parse_position(mark),
-            crate::stuck::parse_position(lac),
-        ) else {
+        let ledger = crate::admin::LedgerState::of(&stats);
+        let (Some(mark), Some(lac)) = (crate::stuck::parse_position(mark), ledger.last_confirmed)
+        else {
             continue;
         };
-        let ledgers: Vec<(u64, u64)> = stats["ledgers"]
-            .as_array()
-            .map(|l| {
-                l.iter()
-                    .filter_map(|l| {
-                        Some((l["ledgerId"].as_u64()?, l["entries"].as_u64().unwrap_or(0)))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
         let room = HELD_MAX.saturating_sub(out.entries.len());
         let (positions, total) = held::held_positions(
             mark,
             &held::parse_deleted_ranges(deleted),
-            &ledgers,
+            &ledger.ledgers,
             lac,
             room,
         );
