@@ -3,7 +3,7 @@
 
 pub use pulsar_chaos_core::{
     brokerlog, checker, clients, exit, matrix, plan, policy, readlog, regress, results, stall,
-    versions,
+    txnlog, versions,
 };
 
 /// `println!` on standard output that never panics: see [`term::out`].

@@ -72,6 +72,8 @@ pub(super) struct Read {
     pub(super) stuck_reads: Option<crate::stuck::StuckReads>,
     /// A transform run: the input subscription's backlog.
     pub(super) consumer: Option<crate::checker::ConsumerEvidence>,
+    /// The coordinators' transaction-log cursors seen going back across a fault.
+    pub(super) txnlog_steps: Vec<crate::txnlog::CursorStepBack>,
 }
 
 /// Wait out open transactions (when the wait runs out: diagnose and try the remedies), then
@@ -171,6 +173,7 @@ pub(super) async fn judge(
         incomplete,
         stuck_reads,
         consumer,
+        txnlog_steps,
     } = read;
     let w = &req.scenario.workload;
     let StallLogs {
@@ -197,6 +200,7 @@ pub(super) async fn judge(
         client: client_context(w, &info.topic, &Admin::new(&env.admin_url)).await,
         // Derived from the read-back's record once it is stored (below).
         metadata_txns: None,
+        txnlog_steps,
     };
     // What the checker sees is stored before it judges (`recheck` judges it again offline).
     // It grades every range (uncapped findings) and lists the first `LIST_CAP` of each kind.

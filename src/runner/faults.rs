@@ -18,7 +18,7 @@ use crate::nemesis::reply_loss::ReplyLossProxy;
 use crate::nemesis::{Applied, Nemesis};
 use crate::plan::{Plan, PlannedFault, Trigger};
 use crate::rundir::RunInfo;
-use crate::scenario::{ClusterSpec, Guard, GUARD_WAIT};
+use crate::scenario::{ClusterSpec, Guard, GUARD_WAIT, NEXT_COMMIT_WAIT};
 use crate::workload::Stats;
 
 use super::driver::Driver;
@@ -208,6 +208,12 @@ async fn inject(
     history: &History,
     planned_ms: Option<u64>,
 ) -> Option<Applied> {
+    // `next-commit` waits before the target is resolved: it is meant to outlast an outage
+    // whose end moves the target (a coordinator's new owner), and fires as soon as it holds.
+    let early_note = match f.guard {
+        Some(Guard::NextCommit) => Some(wait_next_commit(stats, stop).await),
+        _ => None,
+    };
     let target = match nem.prepare(f).await {
         Ok(t) => t,
         Err(e) => {
@@ -221,7 +227,7 @@ async fn inject(
     // The guard is waited for last, right before the action.
     let guard_note = match f.guard {
         Some(Guard::Committing) => wait_committing(stats, stop).await,
-        None => String::new(),
+        Some(Guard::NextCommit) | None => early_note.unwrap_or_default(),
     };
     if *stop.borrow() {
         history.record(EventBody::FaultSkipped {
@@ -391,20 +397,94 @@ async fn wait_trigger(
     }
 }
 
+/// Wait until one more commit is confirmed than when the fault came due (at most
+/// NEXT_COMMIT_WAIT); a note for the history.
+async fn wait_next_commit(stats: &Stats, stop: &mut watch::Receiver<bool>) -> String {
+    let from = stats.committed.load(Ordering::SeqCst);
+    wait_commit_after(stats, stop, from, NEXT_COMMIT_WAIT).await
+}
+
+/// Wait until more than `from` commits are confirmed, at most `wait`.
+async fn wait_commit_after(
+    stats: &Stats,
+    stop: &mut watch::Receiver<bool>,
+    from: u64,
+    wait: Duration,
+) -> String {
+    match poll_until(stop, wait, || stats.committed.load(Ordering::SeqCst) > from).await {
+        Some(after) => format!(
+            "; fired at the first commit confirmed after it was due ({} ms later)",
+            after.as_millis()
+        ),
+        None => format!(
+            "; no commit was confirmed within {}s of it being due, fired anyway",
+            wait.as_secs()
+        ),
+    }
+}
+
 /// Wait until a commit is in flight (at most GUARD_WAIT); a note for the history.
 async fn wait_committing(stats: &Stats, stop: &mut watch::Receiver<bool>) -> String {
-    let until = tokio::time::Instant::now() + GUARD_WAIT;
+    match poll_until(stop, GUARD_WAIT, || {
+        stats.commits_in_flight.load(Ordering::SeqCst) > 0
+    })
+    .await
+    {
+        Some(_) => "; fired while a commit was in flight".into(),
+        None => format!(
+            "; no commit was in flight within {}s, fired anyway",
+            GUARD_WAIT.as_secs()
+        ),
+    }
+}
+
+/// Check `holds` every half millisecond until it is true (how long that took) or `wait` has
+/// passed or the run is stopping (None).
+async fn poll_until(
+    stop: &watch::Receiver<bool>,
+    wait: Duration,
+    holds: impl Fn() -> bool,
+) -> Option<Duration> {
+    let start = tokio::time::Instant::now();
     loop {
-        if stats.commits_in_flight.load(Ordering::SeqCst) > 0 {
-            return "; fired while a commit was in flight".into();
+        if holds() {
+            return Some(start.elapsed());
         }
-        if tokio::time::Instant::now() >= until || *stop.borrow() {
-            return format!(
-                "; no commit was in flight within {}s, fired anyway",
-                GUARD_WAIT.as_secs()
-            );
+        if start.elapsed() >= wait || *stop.borrow() {
+            return None;
         }
         tokio::task::yield_now().await;
         tokio::time::sleep(Duration::from_micros(500)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `while: next-commit` fires at a commit confirmed after the fault came due (counted from
+    /// what was committed then), and says when none came within its wait.
+    #[tokio::test]
+    async fn next_commit_fires_at_a_commit_counted_from_when_it_was_due() {
+        let stats = Stats::default();
+        stats.committed.store(290, Ordering::SeqCst);
+        let (_stop_tx, mut stop) = watch::channel(false);
+        // 290 were committed before it came due: only a 291st fires it.
+        let note = wait_commit_after(&stats, &mut stop, 290, Duration::from_millis(30)).await;
+        assert_eq!(
+            note,
+            "; no commit was confirmed within 0s of it being due, fired anyway"
+        );
+        stats.committed.fetch_add(1, Ordering::SeqCst);
+        let note = wait_commit_after(&stats, &mut stop, 290, Duration::from_secs(60)).await;
+        assert!(
+            note.starts_with("; fired at the first commit confirmed after it was due ("),
+            "{note}"
+        );
+        // A stopping run does not wait.
+        let (stop_tx, mut stop) = watch::channel(false);
+        stop_tx.send(true).unwrap();
+        let note = wait_commit_after(&stats, &mut stop, 291, Duration::from_secs(60)).await;
+        assert!(note.contains("fired anyway"), "{note}");
     }
 }

@@ -187,9 +187,10 @@ pub(super) async fn execute(
     )
     .await;
     heal(&nemesis, &history, &producer, &proxy).await;
-    if let Some(w) = txnlog {
-        w.finish().await;
-    }
+    let txnlog_steps = match txnlog {
+        Some(w) => w.finish().await,
+        None => Vec::new(),
+    };
     write_producer_json(dir, &report, &stats, producer.journal_counters())?;
     if let Some(t) = producer.transform_json() {
         dir.write_json("transform.json", &t)?;
@@ -226,6 +227,7 @@ pub(super) async fn execute(
         incomplete,
         stuck_reads,
         consumer,
+        txnlog_steps,
     };
     let verdict = judge(req, dir, info, env, plan, read, stall, &history_path).await?;
     dir.write_json("verdict.json", &verdict)?;

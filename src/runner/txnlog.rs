@@ -20,7 +20,7 @@ use crate::admin::{txn_log_path, Admin, TxnLogView};
 use crate::history::{EventBody, History};
 use crate::plan::{Plan, PlannedTarget};
 use crate::scenario::{FaultKind, UnloadScope};
-use crate::stuck::parse_position;
+use crate::txnlog::CursorStepBack;
 
 /// The run directory's file.
 pub const FILE: &str = "txnlog.jsonl";
@@ -69,14 +69,16 @@ enum Seen {
     Failed {
         since_ms: u64,
         error: String,
-        before: Option<TxnLogView>,
+        /// The last view before the gap, and when it was answered.
+        before: Option<(u64, TxnLogView)>,
     },
 }
 
-/// The last answer per coordinator.
+/// The last answer per coordinator, and every cursor seen going back across a gap.
 #[derive(Debug, Default)]
 pub struct Watch {
     last: BTreeMap<u32, Seen>,
+    steps_back: Vec<CursorStepBack>,
 }
 
 impl Watch {
@@ -114,7 +116,7 @@ impl Watch {
                     Seen::Failed {
                         since_ms: t_ms,
                         error: e.clone(),
-                        before: Some(a),
+                        before: Some((at, a)),
                     },
                 );
                 Step {
@@ -169,11 +171,21 @@ impl Watch {
                     t_ms.saturating_sub(since_ms),
                     describe(&v)
                 );
-                if let Some(b) = &before {
-                    for (name, was, now) in went_back(b, &v) {
+                if let Some((at, b)) = &before {
+                    for step in steps_back(id, *at, b, t_ms, &v) {
                         note.push_str(&format!(
-                            "; cursor {name}'s markDeletePosition went back from {was} to {now} across the gap"
+                            "; cursor {}'s markDeletePosition went back from {} to {} across the gap",
+                            step.cursor, step.before, step.after
                         ));
+                        if !step.reopened.is_empty() {
+                            note.push_str(&format!(
+                                " ({} acknowledged before the gap are not after it: {})",
+                                step.reopened_entries
+                                    .map_or("entries".to_string(), |n| format!("{n} entries")),
+                                step.reopened.join(", ")
+                            ));
+                        }
+                        self.steps_back.push(step);
                     }
                 }
                 self.last.insert(id, Seen::View(t_ms, v.clone()));
@@ -205,9 +217,15 @@ pub fn describe(v: &TxnLogView) -> String {
     s
 }
 
-/// The cursors whose mark-delete position is lower in `now` than in `before`: (name, before,
-/// now).
-pub fn went_back(before: &TxnLogView, now: &TxnLogView) -> Vec<(String, String, String)> {
+/// The cursors whose mark-delete position is lower in `now` than in `before`, with the entries
+/// acknowledged in `before` and not in `now`.
+pub fn steps_back(
+    id: u32,
+    before_ms: u64,
+    before: &TxnLogView,
+    now_ms: u64,
+    now: &TxnLogView,
+) -> Vec<CursorStepBack> {
     let mut out = Vec::new();
     for (name, c) in &now.cursors {
         let Some(b) = before.cursors.get(name) else {
@@ -216,10 +234,27 @@ pub fn went_back(before: &TxnLogView, now: &TxnLogView) -> Vec<(String, String, 
         let (Some(was), Some(is)) = (&b.mark_delete_position, &c.mark_delete_position) else {
             continue;
         };
-        if let (Some(w), Some(i)) = (parse_position(was), parse_position(is)) {
-            if i < w {
-                out.push((name.clone(), was.clone(), is.clone()));
-            }
+        let empty = "[]".to_string();
+        let log = now
+            .ledger
+            .clone()
+            .unwrap_or_else(|| format!("__transaction_log_{id}"));
+        if let Some(step) = CursorStepBack::between(
+            id,
+            &log,
+            name,
+            before_ms,
+            (
+                was,
+                b.individually_deleted_messages.as_ref().unwrap_or(&empty),
+            ),
+            now_ms,
+            (
+                is,
+                c.individually_deleted_messages.as_ref().unwrap_or(&empty),
+            ),
+        ) {
+            out.push(step);
         }
     }
     out
@@ -240,7 +275,7 @@ async fn ask(admins: &[Admin], id: u32) -> Result<TxnLogView, String> {
 /// The watch of a run: its task, and how to end it.
 pub(super) struct Watcher {
     stop: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<()>,
+    task: tokio::task::JoinHandle<Vec<CursorStepBack>>,
 }
 
 impl Watcher {
@@ -294,7 +329,7 @@ impl Watcher {
                             path.display()
                         ),
                     });
-                    return;
+                    return Vec::new();
                 }
             };
             let ids: Vec<u32> = match admins[0].coordinator_stats().await {
@@ -332,17 +367,17 @@ impl Watcher {
                     }
                 }
                 if last {
-                    return;
+                    return w.steps_back;
                 }
             }
         });
         Watcher { stop, task }
     }
 
-    /// One last look at every log, then stop.
-    pub(super) async fn finish(self) {
+    /// One last look at every log, then stop: the cursors seen going back across a gap.
+    pub(super) async fn finish(self) -> Vec<CursorStepBack> {
         let _ = self.stop.send(true);
-        let _ = self.task.await;
+        self.task.await.unwrap_or_default()
     }
 }
 

@@ -109,6 +109,8 @@ impl Unstarted<'_> {
             incomplete,
             stuck_reads,
             consumer,
+            // No fault fired in this run: no transaction log was watched.
+            txnlog_steps: Vec::new(),
         };
         let verdict = judge(
             req,

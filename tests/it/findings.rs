@@ -123,3 +123,43 @@ fn the_stuck_end_txn_is_found_on_4_2_4_not_passed() {
         );
     }
 }
+
+/// The coordinator-kill loss (docs/findings/committed-then-aborted-after-coordinator-kills.md)
+/// on 4.2.4, as bundled: 2 brokers, the coordinator's broker killed, its next owner killed at
+/// the first commit after it recovered (`while: next-commit`), the mark-delete rate limit at
+/// 0.1/s. 16 of 16 runs lost committed transactions on 2026-12-06 (both versions, both
+/// clients). So: VIOLATION, every missing number Pulsar's, and the loss quoting the
+/// transaction log's cursor that the admin API showed going back after those commits (the
+/// mechanism). A PASS, or a loss without that quote, fails the test.
+#[test]
+fn the_coordinator_kill_loss_is_found_on_4_2_4_not_passed() {
+    let name = "committed-then-aborted-after-coordinator-kills";
+    let dir = tmpdir(&format!("finding-{name}"));
+    let scenario = repo(&format!("scenarios/findings/{name}.yaml"));
+    let o = run_scenario(&scenario, 3, &dir, &["--pulsar-version", "4.2.4"]);
+    let t = text(&o);
+    let rd = run_dir_of(&t);
+    let v = verdict(&rd);
+    assert_eq!(
+        v["status"], "violation",
+        "the coordinator-kill recipe did not lose committed data on 4.2.4, which has the bug: the harness no longer finds it\n{t}"
+    );
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(!v["missing"].as_array().unwrap().is_empty(), "{v}");
+    assert_anomalies_are_pulsars(&v);
+    let quoted = v["missing"].as_array().unwrap().iter().any(|m| {
+        let e = m["explanation"].as_str().unwrap();
+        e.contains("cursor transaction.subscription had markDeletePosition")
+            && e.contains("were unacknowledged again")
+    });
+    assert!(
+        quoted,
+        "no loss quotes the transaction log's cursor going back: {}",
+        v["missing"]
+    );
+    let steps = std::fs::read_to_string(rd.join("history.jsonl")).unwrap();
+    assert!(
+        steps.contains("acknowledged before the gap are not after it"),
+        "the history does not name the entries unacknowledged again"
+    );
+}

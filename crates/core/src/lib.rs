@@ -23,4 +23,5 @@ pub mod seed;
 pub mod shrink;
 pub mod stall;
 pub mod stuck;
+pub mod txnlog;
 pub mod versions;

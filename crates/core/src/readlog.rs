@@ -501,6 +501,16 @@ mod tests {
                 evidence: "deduplicationStatus Disabled".into(),
             }),
             metadata_txns: None,
+            txnlog_steps: vec![crate::txnlog::CursorStepBack::between(
+                0,
+                "pulsar/system/persistent/__transaction_log_0",
+                "transaction.subscription",
+                21_623,
+                ("3:1099", "[]"),
+                34_100,
+                ("3:961", "[(3:963..3:1099]]"),
+            )
+            .unwrap()],
         };
         StoredReadback::new(n, log, findings, dup_ids, context)
     }

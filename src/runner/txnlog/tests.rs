@@ -90,21 +90,36 @@ fn a_gap_is_noted_with_the_views_on_both_sides_and_a_cursor_that_went_back() {
         note.contains("individuallyDeletedMessages [(3:470..3:480]]"),
         "{note}"
     );
+    // The entries acknowledged before and not after, named in the note and kept for the
+    // checker, dated by the last view before the gap.
+    assert!(
+        note.contains("(21 entries acknowledged before the gap are not after it: (3:463..3:470], (3:480..3:494])"),
+        "{note}"
+    );
+    assert_eq!(w.steps_back.len(), 1);
+    assert_eq!(
+        (w.steps_back[0].before_ms, w.steps_back[0].after_ms),
+        (250, 4250)
+    );
 }
 
 #[test]
 fn a_cursor_that_moved_on_is_not_named() {
     let before = view("3:494", "3:494", "[]");
-    assert!(went_back(&before, &view("4:2", "4:0", "[]")).is_empty());
-    assert!(went_back(&before, &view("3:494", "3:494", "[]")).is_empty());
+    assert!(steps_back(0, 1, &before, 2, &view("4:2", "4:0", "[]")).is_empty());
+    assert!(steps_back(0, 1, &before, 2, &view("3:494", "3:494", "[]")).is_empty());
+    let back = steps_back(0, 1, &before, 2, &view("3:494", "3:493", "[]"));
+    assert_eq!(back.len(), 1);
     assert_eq!(
-        went_back(&before, &view("3:494", "3:493", "[]")),
-        vec![(
-            "transaction.subscription".to_string(),
-            "3:494".to_string(),
-            "3:493".to_string()
-        )]
+        (
+            back[0].cursor.as_str(),
+            back[0].before.as_str(),
+            back[0].after.as_str()
+        ),
+        ("transaction.subscription", "3:494", "3:493")
     );
+    assert_eq!(back[0].reopened, vec!["(3:493..3:494]"]);
+    assert_eq!(back[0].log, "pulsar/system/persistent/__transaction_log_0");
 }
 
 #[test]

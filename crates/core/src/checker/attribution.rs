@@ -396,6 +396,13 @@ fn attribute_missing(records: &[&AttemptRecord], span: Span, ctx: &Context) -> (
             why.push_str("; ");
             why.push_str(&known);
         }
+        // A coordinator's log that went back after these commits (quoted, never a cause by
+        // itself: the admin API does not say which transactions the entries held).
+        if let Some(step) = cursor_back_after(&committed, ctx) {
+            why.push_str("; after these commits, ");
+            why.push_str(&step.to_string());
+            why.push_str(" (see docs/findings/committed-then-aborted-after-coordinator-kills.md)");
+        }
         return (Cause::Pulsar, why);
     }
     if let Some(a) = records.iter().find(|a| a.withheld) {
@@ -437,6 +444,18 @@ fn attribute_missing(records: &[&AttemptRecord], span: Span, ctx: &Context) -> (
         Cause::Harness,
         "every transaction carrying these numbers ended without a commit and the producer did not send them again to completion".into(),
     )
+}
+
+/// The first transaction-log cursor seen going back after every one of these commits was
+/// confirmed, with entries unacknowledged again.
+fn cursor_back_after<'a>(
+    committed: &[&AttemptRecord],
+    ctx: &'a Context,
+) -> Option<&'a crate::txnlog::CursorStepBack> {
+    let last_commit = committed.iter().filter_map(|a| a.outcome_ms).max()?;
+    ctx.txnlog_steps
+        .iter()
+        .find(|s| s.after_ms > last_commit && !s.reopened.is_empty())
 }
 
 /// A transform's input lost by Pulsar: every transaction that acknowledged it ended aborted on

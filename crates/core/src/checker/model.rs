@@ -485,6 +485,10 @@ pub struct Context {
     /// not recorded (a read-back stored before the record existed), nothing is known.
     #[serde(skip)]
     pub metadata_txns: Option<MetadataTxns>,
+    /// The coordinators' transaction-log cursors the runner's watch saw go back across a fault
+    /// (`txnlog::CursorStepBack`), in the order seen.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub txnlog_steps: Vec<crate::txnlog::CursorStepBack>,
 }
 
 /// Number -> the transaction each of its copies' metadata named (None: none), in read order.

@@ -175,4 +175,7 @@ impl fmt::Display for ReplyKind {
 pub enum Guard {
     /// An END_TXN COMMIT is in flight.
     Committing,
+    /// The next END_TXN COMMIT confirmed once the fault is due: the first commit after an
+    /// outage (a coordinator that has just recovered), when the fault is due during it.
+    NextCommit,
 }

@@ -432,3 +432,7 @@ pub enum Timing {
 
 /// How long a due fault waits for its guard before it fires anyway (recorded as such).
 pub const GUARD_WAIT: Duration = Duration::from_secs(30);
+
+/// How long a due fault guarded by `next-commit` waits for a commit to be confirmed: longer
+/// than `GUARD_WAIT`, since it is meant to outlast a coordinator's recovery.
+pub const NEXT_COMMIT_WAIT: Duration = Duration::from_secs(60);

@@ -208,7 +208,7 @@ fn faults_parse_in_every_form() {
          \x20 - kind: topic_unload\n    schedule: { every: 20s, jitter: 5s, stop: 60s }\n\
          \x20 - kind: packet_loss\n    percent: 30\n    duration: 10s\n    target: owner-of-topic\n    schedule: { random: { count: 3, within: [5s, 60s] } }\n\
          \x20 - kind: pause\n    duration: 2s\n    target: coordinator-owner\n    schedule: { after_commits: 50, while: committing }\n\
-         \x20 - kind: bookie_restart\n    schedule: { at: [1s] }\n\
+         \x20 - kind: bookie_restart\n    schedule: { at: [1s], while: next-commit }\n\
          \x20 - kind: zookeeper_restart\n    name: zk\n    schedule: { after_commits: [10, 20] }\n",
         "cluster: { topology: cluster, brokers: 2, bookies: 1 }",
     );
@@ -222,6 +222,7 @@ fn faults_parse_in_every_form() {
     assert_eq!(s.faults[1].target, Target::Cluster);
     assert_eq!(s.faults[3].schedule.guard, Some(Guard::Committing));
     assert_eq!(s.faults[4].target, Target::AnyBookie);
+    assert_eq!(s.faults[4].schedule.guard, Some(Guard::NextCommit));
     assert_eq!(s.faults[5].name, "zk");
     assert_eq!(s.faults[1].name, "topic_unload-1");
 }

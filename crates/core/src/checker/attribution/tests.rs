@@ -232,6 +232,66 @@ fn a_lost_committed_transaction_quotes_the_brokers_low_water_mark_abort() {
         .contains("broker_log"));
 }
 
+fn cursor_back(after_ms: u64, reopened: &[&str]) -> crate::txnlog::CursorStepBack {
+    crate::txnlog::CursorStepBack {
+        coordinator: 0,
+        log: "pulsar/system/persistent/__transaction_log_0".into(),
+        cursor: "transaction.subscription".into(),
+        before_ms: after_ms - 12_000,
+        before: "3:1099".into(),
+        after_ms,
+        after: "3:961".into(),
+        reopened: reopened.iter().map(|r| r.to_string()).collect(),
+        reopened_entries: Some(98),
+    }
+}
+
+/// The coordinator-kill finding: a committed transaction lost, and the runner's watch of the
+/// transaction log saw its cursor go back after the commit. The admin API's views are quoted
+/// under the loss; a step back before the commit, or one that reopened nothing, is not.
+#[test]
+fn a_lost_committed_transaction_quotes_a_transaction_log_cursor_that_went_back_after_it() {
+    let h: Vec<Event> = committed_0_to_10(5_000)
+        .into_iter()
+        .chain([finished(60_000, true)])
+        .collect();
+    let read: Vec<u64> = (5..10).collect();
+    let ctx = Context {
+        txnlog_steps: vec![
+            cursor_back(4_000, &["(3:1..3:5]"]),
+            cursor_back(20_000, &[]),
+            cursor_back(34_100, &["(3:961..3:963]", "(3:965..3:1061]"]),
+        ],
+        ..Context::default()
+    };
+    let v = grade(&read, h.clone(), &ctx);
+    let m = &v.missing[0];
+    assert_eq!(m.cause, Cause::Pulsar);
+    assert!(
+        m.explanation.ends_with(
+            "Pulsar lost committed data; after these commits, coordinator 0's transaction log pulsar/system/persistent/__transaction_log_0 (admin API coordinatorInternalStats): cursor transaction.subscription had markDeletePosition 3:1099 at t=22100 ms and came back at 3:961 at t=34100 ms; 98 entries it had acknowledged were unacknowledged again ((3:961..3:963], (3:965..3:1061]), so the recovering coordinator replays them (see docs/findings/committed-then-aborted-after-coordinator-kills.md)"
+        ),
+        "{}",
+        m.explanation
+    );
+    // Only steps before the commit: nothing quoted. The context keeps them (recheck).
+    let early = Context {
+        txnlog_steps: vec![cursor_back(4_000, &["(3:1..3:5]"])],
+        ..Context::default()
+    };
+    let v = grade(&read, h, &early);
+    assert!(
+        !v.missing[0].explanation.contains("came back"),
+        "{}",
+        v.missing[0].explanation
+    );
+    let json = serde_json::to_value(&early).unwrap();
+    assert_eq!(json["txnlog_steps"][0]["after"], "3:961", "{json}");
+    assert!(!serde_json::to_string(&Context::default())
+        .unwrap()
+        .contains("txnlog_steps"));
+}
+
 /// Regression guard: broker lines are evidence, never a cause. An attempt that learned no
 /// outcome stays the harness's (inconclusive) even when the broker says it aborted it.
 #[test]
