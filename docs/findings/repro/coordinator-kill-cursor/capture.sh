@@ -47,7 +47,7 @@ read_ledger() {
       -Dbookkeeper.metadata.client.drivers=org.apache.pulsar.metadata.bookkeeper.PulsarMetadataClientDriver \
       -cp '/pulsar/lib/*' org.apache.bookkeeper.bookie.BookieShell -conf \$conf \
       readledger -ledgerid $1 -firstentryid $2 -lastentryid $3 -msg -b \$a:3181 2>&1" \
-    | grep -v ' INFO \| WARN ' > "$4" || true
+    | grep -v ' INFO \| WARN \| ERROR \|^[[:space:]]*at \|^Caused by\|^java\.\|^[[:space:]]*\.\.\. [0-9]* more' > "$4" || true
 }
 
 # The faults of the recipe that hit the coordinator's owner, in order.
@@ -60,10 +60,11 @@ for fault in $(grep -o "name: kill-[a-z-]*" "$scenario" | cut -d' ' -f2); do
   n=$((n + 1))
   # The last view of the log before the kill: its cursor ledger, and the log's ledgers so far.
   read -r cl last ledgers < <(python3 "$here/decode.py" views "$rundir/txnlog.jsonl")
-  echo "kill $n ($fault): cursor ledger $cl (last entry $last), log ledgers $ledgers"
+  echo "kill $n ($fault): cursor ledger $cl (last entry $last), log ledgers (ledger:last entry seen) $ledgers"
   read_ledger "$cl" 0 $((last + 2)) "$out/cursor-$n-$cl.txt"
-  for l in ${ledgers//,/ }; do
-    read_ledger "$l" 0 100000 "$out/log-$l.txt"
+  # The log's last view can be up to 250 ms old: read a little past its last entry.
+  for le in ${ledgers//,/ }; do
+    read_ledger "${le%%:*}" 0 $((${le##*:} + 200)) "$out/log-${le%%:*}.txt"
   done
 done
 wait "$runner" || true

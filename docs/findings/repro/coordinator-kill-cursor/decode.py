@@ -2,7 +2,8 @@
 """Decode what capture.sh read from the bookie (see README.md).
 
   decode.py views RUN_DIR/txnlog.jsonl   the last view's cursor ledger, its last entry, and
-                                         every ledger of the log seen so far (for capture.sh)
+                                         every ledger of the log seen so far with the last
+                                         entry seen in it, `ledger:entry` (for capture.sh)
   decode.py report CAPTURE_DIR           the persisted cursor positions in order, and the
                                          transactions the next coordinator replays as open
                                          although the log holds their COMMITTED entry
@@ -124,17 +125,18 @@ def ranges(ids):
 
 
 def views(path):
-    last, ledgers = None, []
+    last, ledgers = None, {}
     for line in open(path):
         v = json.loads(line)
         if "log" not in v:
             continue
         last = v
         lce = v["log"].get("last_confirmed") or ""
-        if ":" in lce and lce.split(":")[0] not in ledgers:
-            ledgers.append(lce.split(":")[0])
+        if ":" in lce:
+            ledger, entry = lce.split(":")
+            ledgers[ledger] = max(ledgers.get(ledger, -1), int(entry))
     c = last["log"]["cursors"]["transaction.subscription"]
-    print(c["cursorLedger"], c["cursorLedgerLastEntry"], ",".join(ledgers))
+    print(c["cursorLedger"], c["cursorLedgerLastEntry"], ",".join(f"{l}:{e}" for l, e in ledgers.items()))
 
 
 def report(d):
