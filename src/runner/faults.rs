@@ -399,7 +399,7 @@ async fn wait_trigger(
 
 /// Wait until one more commit is confirmed than when the fault came due (at most
 /// NEXT_COMMIT_WAIT); a note for the history.
-async fn wait_next_commit(stats: &Stats, stop: &mut watch::Receiver<bool>) -> String {
+async fn wait_next_commit(stats: &Stats, stop: &watch::Receiver<bool>) -> String {
     let from = stats.committed.load(Ordering::SeqCst);
     wait_commit_after(stats, stop, from, NEXT_COMMIT_WAIT).await
 }
@@ -407,7 +407,7 @@ async fn wait_next_commit(stats: &Stats, stop: &mut watch::Receiver<bool>) -> St
 /// Wait until more than `from` commits are confirmed, at most `wait`.
 async fn wait_commit_after(
     stats: &Stats,
-    stop: &mut watch::Receiver<bool>,
+    stop: &watch::Receiver<bool>,
     from: u64,
     wait: Duration,
 ) -> String {
@@ -424,7 +424,7 @@ async fn wait_commit_after(
 }
 
 /// Wait until a commit is in flight (at most GUARD_WAIT); a note for the history.
-async fn wait_committing(stats: &Stats, stop: &mut watch::Receiver<bool>) -> String {
+async fn wait_committing(stats: &Stats, stop: &watch::Receiver<bool>) -> String {
     match poll_until(stop, GUARD_WAIT, || {
         stats.commits_in_flight.load(Ordering::SeqCst) > 0
     })
@@ -468,23 +468,23 @@ mod tests {
     async fn next_commit_fires_at_a_commit_counted_from_when_it_was_due() {
         let stats = Stats::default();
         stats.committed.store(290, Ordering::SeqCst);
-        let (_stop_tx, mut stop) = watch::channel(false);
+        let (_stop_tx, stop) = watch::channel(false);
         // 290 were committed before it came due: only a 291st fires it.
-        let note = wait_commit_after(&stats, &mut stop, 290, Duration::from_millis(30)).await;
+        let note = wait_commit_after(&stats, &stop, 290, Duration::from_millis(30)).await;
         assert_eq!(
             note,
             "; no commit was confirmed within 0s of it being due, fired anyway"
         );
         stats.committed.fetch_add(1, Ordering::SeqCst);
-        let note = wait_commit_after(&stats, &mut stop, 290, Duration::from_secs(60)).await;
+        let note = wait_commit_after(&stats, &stop, 290, Duration::from_secs(60)).await;
         assert!(
             note.starts_with("; fired at the first commit confirmed after it was due ("),
             "{note}"
         );
         // A stopping run does not wait.
-        let (stop_tx, mut stop) = watch::channel(false);
+        let (stop_tx, stop) = watch::channel(false);
         stop_tx.send(true).unwrap();
-        let note = wait_commit_after(&stats, &mut stop, 291, Duration::from_secs(60)).await;
+        let note = wait_commit_after(&stats, &stop, 291, Duration::from_secs(60)).await;
         assert!(note.contains("fired anyway"), "{note}");
     }
 }

@@ -226,38 +226,26 @@ pub fn steps_back(
     now_ms: u64,
     now: &TxnLogView,
 ) -> Vec<CursorStepBack> {
-    let mut out = Vec::new();
-    for (name, c) in &now.cursors {
-        let Some(b) = before.cursors.get(name) else {
-            continue;
-        };
-        let (Some(was), Some(is)) = (&b.mark_delete_position, &c.mark_delete_position) else {
-            continue;
-        };
-        let empty = "[]".to_string();
-        let log = now
-            .ledger
-            .clone()
-            .unwrap_or_else(|| format!("__transaction_log_{id}"));
-        if let Some(step) = CursorStepBack::between(
-            id,
-            &log,
-            name,
-            before_ms,
-            (
-                was,
-                b.individually_deleted_messages.as_ref().unwrap_or(&empty),
-            ),
-            now_ms,
-            (
-                is,
-                c.individually_deleted_messages.as_ref().unwrap_or(&empty),
-            ),
-        ) {
-            out.push(step);
-        }
+    fn ranges(c: &crate::admin::LogCursor) -> &str {
+        c.individually_deleted_messages.as_deref().unwrap_or("[]")
     }
-    out
+    let log = now
+        .ledger
+        .clone()
+        .unwrap_or_else(|| format!("__transaction_log_{id}"));
+    now.cursors
+        .iter()
+        .filter_map(|(name, c)| {
+            let b = before.cursors.get(name)?;
+            CursorStepBack::between(
+                id,
+                &log,
+                name,
+                (before_ms, b.mark_delete_position.as_deref()?, ranges(b)),
+                (now_ms, c.mark_delete_position.as_deref()?, ranges(c)),
+            )
+        })
+        .collect()
 }
 
 /// Coordinator `id`'s log from the first admin API that answers; else every refusal, in order.

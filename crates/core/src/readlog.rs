@@ -505,10 +505,8 @@ mod tests {
                 0,
                 "pulsar/system/persistent/__transaction_log_0",
                 "transaction.subscription",
-                21_623,
-                ("3:1099", "[]"),
-                34_100,
-                ("3:961", "[(3:963..3:1099]]"),
+                (21_623, "3:1099", "[]"),
+                (34_100, "3:961", "[(3:963..3:1099]]"),
             )
             .unwrap()],
         };

@@ -135,20 +135,18 @@ pub struct CursorStepBack {
 }
 
 impl CursorStepBack {
-    /// From two views of one cursor; None when the mark-delete position did not go back or a
-    /// view cannot be read.
-    #[allow(clippy::too_many_arguments)]
+    /// From two views of one cursor, each `(answered at ms, markDeletePosition,
+    /// individuallyDeletedMessages)` as the admin API writes them; None when the mark-delete
+    /// position did not go back or a view cannot be read.
     pub fn between(
         coordinator: u32,
         log: &str,
         cursor: &str,
-        before_ms: u64,
-        before: (&str, &str),
-        after_ms: u64,
-        after: (&str, &str),
+        (before_ms, before_md, before_ranges): (u64, &str, &str),
+        (after_ms, after_md, after_ranges): (u64, &str, &str),
     ) -> Option<CursorStepBack> {
-        let b = CursorView::parse(before.0, before.1)?;
-        let a = CursorView::parse(after.0, after.1)?;
+        let b = CursorView::parse(before_md, before_ranges)?;
+        let a = CursorView::parse(after_md, after_ranges)?;
         if a.mark_delete >= b.mark_delete {
             return None;
         }
@@ -158,9 +156,9 @@ impl CursorStepBack {
             log: log.to_string(),
             cursor: cursor.to_string(),
             before_ms,
-            before: before.0.to_string(),
+            before: before_md.to_string(),
             after_ms,
-            after: after.0.to_string(),
+            after: after_md.to_string(),
             reopened_entries: entries(&r),
             reopened: r.iter().map(|(x, y)| range_text(*x, *y)).collect(),
         })

@@ -53,10 +53,8 @@ fn a_step_back_is_only_made_of_a_mark_delete_position_that_went_back() {
         0,
         "pulsar/system/persistent/__transaction_log_0",
         "transaction.subscription",
-        21_623,
-        ("3:1099", "[(3:1100..3:1103]]"),
-        34_100,
-        ("3:961", "[(3:963..3:965],(3:1061..3:1103]]"),
+        (21_623, "3:1099", "[(3:1100..3:1103]]"),
+        (34_100, "3:961", "[(3:963..3:965],(3:1061..3:1103]]"),
     )
     .unwrap();
     assert_eq!(s.reopened, vec!["(3:961..3:963]", "(3:965..3:1061]"]);
@@ -65,8 +63,8 @@ fn a_step_back_is_only_made_of_a_mark_delete_position_that_went_back() {
         s.to_string(),
         "coordinator 0's transaction log pulsar/system/persistent/__transaction_log_0 (admin API coordinatorInternalStats): cursor transaction.subscription had markDeletePosition 3:1099 at t=21623 ms and came back at 3:961 at t=34100 ms; 98 entries it had acknowledged were unacknowledged again ((3:961..3:963], (3:965..3:1061]), so the recovering coordinator replays them"
     );
-    let forward = CursorStepBack::between(0, "l", "c", 1, ("3:10", "[]"), 2, ("3:12", "[]"));
+    let forward = CursorStepBack::between(0, "l", "c", (1, "3:10", "[]"), (2, "3:12", "[]"));
     assert_eq!(forward, None);
-    let unreadable = CursorStepBack::between(0, "l", "c", 1, ("3:10", "[]"), 2, ("3:8", "?"));
+    let unreadable = CursorStepBack::between(0, "l", "c", (1, "3:10", "[]"), (2, "3:8", "?"));
     assert_eq!(unreadable, None);
 }
