@@ -180,8 +180,7 @@ impl Watch {
                         if !step.reopened.is_empty() {
                             note.push_str(&format!(
                                 " ({} acknowledged before the gap are not after it: {})",
-                                step.reopened_entries
-                                    .map_or("entries".to_string(), |n| format!("{n} entries")),
+                                step.reopened_count(),
                                 step.reopened.join(", ")
                             ));
                         }

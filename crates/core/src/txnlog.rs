@@ -10,6 +10,7 @@
 
 use std::fmt;
 
+use rangemap::RangeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::stuck::parse_position;
@@ -53,56 +54,29 @@ impl CursorView {
         })
     }
 
-    /// The acknowledged set as disjoint ranges `(a..b]` in order, the mark-delete position as
-    /// `(MIN..mark_delete]`.
-    fn acked(&self) -> Vec<(Pos, Pos)> {
-        let mut v = vec![((0, i64::MIN), self.mark_delete)];
-        v.extend(self.ranges.iter().copied());
-        normalize(v)
+    /// The acknowledged set: every entry up to the mark-delete position, and the ranges above
+    /// it. Pulsar's `(a..b]` is kept as `a..b`: the same endpoints, and neither union nor
+    /// difference of half-open ranges depends on which end is the open one.
+    fn acked(&self) -> RangeSet<Pos> {
+        let mut set = RangeSet::new();
+        for (a, b) in
+            std::iter::once(((0, i64::MIN), self.mark_delete)).chain(self.ranges.iter().copied())
+        {
+            if a < b {
+                set.insert(a..b);
+            }
+        }
+        set
     }
 }
 
-/// Sort and merge half-open ranges `(a..b]`.
-fn normalize(mut v: Vec<(Pos, Pos)>) -> Vec<(Pos, Pos)> {
-    v.retain(|(a, b)| a < b);
-    v.sort();
-    let mut out: Vec<(Pos, Pos)> = Vec::with_capacity(v.len());
-    for (a, b) in v {
-        match out.last_mut() {
-            Some(last) if a <= last.1 => last.1 = last.1.max(b),
-            _ => out.push((a, b)),
-        }
-    }
-    out
-}
-
-/// `x \ y` for sets of disjoint ordered ranges `(a..b]`.
-fn subtract(x: &[(Pos, Pos)], y: &[(Pos, Pos)]) -> Vec<(Pos, Pos)> {
-    let mut out = Vec::new();
-    for &(a, b) in x {
-        let mut start = a;
-        for &(c, d) in y {
-            if d <= start || c >= b {
-                continue;
-            }
-            if c > start {
-                out.push((start, c));
-            }
-            start = start.max(d);
-            if start >= b {
-                break;
-            }
-        }
-        if start < b {
-            out.push((start, b));
-        }
-    }
-    out
-}
-
-/// The entries `before` had acknowledged and `after` has not, as ranges `(a..b]`.
+/// The entries `before` had acknowledged and `after` has not, as ranges `(a..b]` in order.
 pub fn reopened(before: &CursorView, after: &CursorView) -> Vec<(Pos, Pos)> {
-    subtract(&before.acked(), &after.acked())
+    let mut left = before.acked();
+    for r in after.acked().iter() {
+        left.remove(r.clone());
+    }
+    left.iter().map(|r| (r.start, r.end)).collect()
 }
 
 /// How many entries the ranges hold, when each lies within one ledger (entry ids are
@@ -163,6 +137,14 @@ impl CursorStepBack {
             reopened: r.iter().map(|(x, y)| range_text(*x, *y)).collect(),
         })
     }
+
+    /// "98 entries", or "entries" when a range crosses ledgers.
+    pub fn reopened_count(&self) -> String {
+        match self.reopened_entries {
+            Some(n) => format!("{n} entries"),
+            None => "entries".into(),
+        }
+    }
 }
 
 fn range_text(a: Pos, b: Pos) -> String {
@@ -182,10 +164,7 @@ impl fmt::Display for CursorStepBack {
         if self.reopened.is_empty() {
             return Ok(());
         }
-        let n = match self.reopened_entries {
-            Some(n) => format!("{n} entries"),
-            None => "entries".into(),
-        };
+        let n = self.reopened_count();
         let shown: Vec<&str> = self
             .reopened
             .iter()
