@@ -115,6 +115,9 @@ pub struct Stats {
     pub messages_committed: AtomicU64,
     /// END_TXN COMMIT requests awaiting an answer now.
     pub commits_in_flight: AtomicI64,
+    /// END_TXN COMMIT requests sent so far (tries included): tells a commit sent after a
+    /// moment from one still hanging since before it (`while: committing`).
+    pub commits_requested: AtomicU64,
     /// Sum of commit round-trip times in microseconds, and how many.
     pub commit_latency_us: AtomicU64,
     pub commit_latency_n: AtomicU64,

@@ -423,19 +423,27 @@ async fn wait_commit_after(
     }
 }
 
-/// Wait until a commit is in flight (at most GUARD_WAIT); a note for the history.
+/// Wait until a commit requested after this moment is in flight (at most GUARD_WAIT); a note
+/// for the history. A commit that has hung since before the fault came due does not count:
+/// under load one commit left hanging by an earlier fault (a client timeout of 30 s) held the
+/// old guard open, and eleven unloads 3 s apart all landed while the producer, whose every
+/// send those unloads broke, had nothing else in flight, so the low-water-mark recipe passed.
 async fn wait_committing(stats: &Stats, stop: &watch::Receiver<bool>) -> String {
-    match poll_until(stop, GUARD_WAIT, || {
-        stats.commits_in_flight.load(Ordering::SeqCst) > 0
-    })
-    .await
-    {
+    let from = stats.commits_requested.load(Ordering::SeqCst);
+    match poll_until(stop, GUARD_WAIT, || fresh_commit_in_flight(stats, from)).await {
         Some(_) => "; fired while a commit was in flight".into(),
         None => format!(
-            "; no commit was in flight within {}s, fired anyway",
+            "; no commit was requested within {}s, fired anyway",
             GUARD_WAIT.as_secs()
         ),
     }
+}
+
+/// A commit has been requested since `from` requests had been, and commits are in flight (the
+/// check runs every half millisecond, well inside a commit's round trip).
+fn fresh_commit_in_flight(stats: &Stats, from: u64) -> bool {
+    stats.commits_requested.load(Ordering::SeqCst) > from
+        && stats.commits_in_flight.load(Ordering::SeqCst) > 0
 }
 
 /// Check `holds` every half millisecond until it is true (how long that took) or `wait` has
@@ -486,5 +494,24 @@ mod tests {
         stop_tx.send(true).unwrap();
         let note = wait_commit_after(&stats, &stop, 291, Duration::from_secs(60)).await;
         assert!(note.contains("fired anyway"), "{note}");
+    }
+
+    /// `while: committing` is not held open by a commit hanging since before the fault came
+    /// due (regression: the low-water-mark recipe passed under load, all its unloads fired
+    /// during one hung commit); it fires at a commit requested after that, while in flight.
+    #[test]
+    fn a_commit_hanging_since_before_the_fault_was_due_does_not_hold_committing_open() {
+        let stats = Stats::default();
+        stats.commits_requested.store(40, Ordering::SeqCst);
+        stats.commits_in_flight.store(1, Ordering::SeqCst);
+        // Due now: the one in flight was requested before.
+        assert!(!fresh_commit_in_flight(&stats, 40));
+        // One requested since, in flight beside the hanging one: it fires.
+        stats.commits_requested.fetch_add(1, Ordering::SeqCst);
+        stats.commits_in_flight.fetch_add(1, Ordering::SeqCst);
+        assert!(fresh_commit_in_flight(&stats, 40));
+        // All answered: none in flight.
+        stats.commits_in_flight.store(0, Ordering::SeqCst);
+        assert!(!fresh_commit_in_flight(&stats, 40));
     }
 }

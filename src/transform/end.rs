@@ -133,6 +133,7 @@ impl Transformer {
                 try_no,
             });
             self.stats.commits_in_flight.fetch_add(1, Ordering::SeqCst);
+            self.stats.commits_requested.fetch_add(1, Ordering::SeqCst);
             let (answer, for_good) = self.commit_once(attempt, txn).await;
             // A NotFound before the transaction's timeout could fire is no abort.
             let answer = policy::not_found_with_age(

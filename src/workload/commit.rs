@@ -74,6 +74,7 @@ impl Producer {
                 try_no,
             });
             self.stats.commits_in_flight.fetch_add(1, Ordering::SeqCst);
+            self.stats.commits_requested.fetch_add(1, Ordering::SeqCst);
             let t = Instant::now();
             let (answer, for_good) = self.commit_once(attempt, txn).await;
             let answer = policy::not_found_with_age(

@@ -36,35 +36,53 @@ fn run_on_4_2_4(name: &str, seed: u64) -> (Option<i32>, String, serde_json::Valu
 }
 
 /// The low-water-mark loss (docs/findings/lwm-abort-after-namespace-unload.md) on the default
-/// version, 4.2.4: its recipe lost committed transactions in 10 of 10 runs on a quiet machine
-/// and in every run that did not end STUCK under load (the other finding, which the same
-/// reloads provoke now and then). So: VIOLATION, every missing number Pulsar's with the
-/// broker's "Successes to abort low water mark" line quoted; or STUCK, naming what held the
-/// read. PASS or INCONCLUSIVE fails the test.
+/// version, 4.2.4. So: VIOLATION, every anomaly Pulsar's, with the broker's "Successes to abort
+/// low water mark" line quoted (under the missing numbers of confirmed commits, or under
+/// numbers read twice: the same window can leave an aborted transaction readable on a
+/// partition that missed its abort marker); or STUCK, naming what held the read (the other
+/// finding, which the same reloads provoke now and then).
+///
+/// The race is not certain: the recipe (8 partitions, an unload every ~2 s while a fresh commit
+/// is in flight) ended VIOLATION in every run measured on 2026-12-06, under load too, but the
+/// recipe before it (4 partitions, every ~3 s) passed under load now and then, once in CI
+/// (all its unloads fired while one hung commit held the old `while: committing` open). So a
+/// PASS or an INCONCLUSIVE gets one more run, on another seed, before the test fails: two in a
+/// row mean the harness no longer finds it (or Pulsar fixed it).
 #[test]
 fn the_low_water_mark_loss_is_found_on_4_2_4_not_passed() {
-    let (code, t, v, _dir) = run_on_4_2_4("lwm-abort-after-namespace-unload", 11);
-    match v["status"].as_str().unwrap() {
-        "violation" => {
-            assert_eq!(code, Some(1), "{t}");
-            let missing = v["missing"].as_array().unwrap();
-            assert!(!missing.is_empty(), "a violation without a loss: {v}");
-            assert_anomalies_are_pulsars(&v);
-            let evidence = v["missing"].to_string();
-            assert!(
-                evidence.contains("Successes to abort low water mark"),
-                "the loss does not quote the broker's low-water-mark abort: {evidence}"
-            );
+    let mut earlier = Vec::new();
+    for seed in [11, 12] {
+        let (code, t, v, _dir) = run_on_4_2_4("lwm-abort-after-namespace-unload", seed);
+        match v["status"].as_str().unwrap() {
+            "violation" => {
+                assert_eq!(code, Some(1), "{t}");
+                let anomalies = v["missing"].as_array().unwrap().len()
+                    + v["duplicates"].as_array().unwrap().len();
+                assert!(anomalies > 0, "a violation without an anomaly: {v}");
+                assert_anomalies_are_pulsars(&v);
+                let evidence = format!("{}{}", v["missing"], v["duplicates"]);
+                assert!(
+                    evidence.contains("Successes to abort low water mark"),
+                    "the violation does not quote the broker's low-water-mark abort: {evidence}"
+                );
+                return;
+            }
+            "stuck" => {
+                assert_eq!(code, Some(7), "{t}");
+                assert!(!v["reasons"].as_array().unwrap().is_empty(), "{v}");
+                return;
+            }
+            other => {
+                eprintln!("lwm finding, seed {seed}: {other}, once more on another seed");
+                earlier.push(format!("seed {seed}: {other}\n{t}"));
+            }
         }
-        "stuck" => {
-            assert_eq!(code, Some(7), "{t}");
-            assert!(!v["reasons"].as_array().unwrap().is_empty(), "{v}");
-        }
-        other => panic!(
-            "the low-water-mark finding's recipe ended {other} on 4.2.4, which has the bug: \
-             the harness no longer finds it\n{t}"
-        ),
     }
+    panic!(
+        "the low-water-mark finding's recipe ended neither VIOLATION nor STUCK in two runs on \
+         4.2.4, which has the bug: the harness no longer finds it\n{}",
+        earlier.join("\n---\n")
+    );
 }
 
 /// The batch-member conflict (docs/findings/transform-batch-member-conflict.md) on 4.2.4: one

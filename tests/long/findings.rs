@@ -4,13 +4,12 @@
 //! `scenarios/findings/lwm-abort-after-namespace-unload.yaml` loses confirmed commits on
 //! Pulsar 4.2.4 (the default) and 4.0.7: the reloaded partition aborts the transaction by its
 //! low-water-mark rule. Its recipe drives commits into the window of a namespace unload (about
-//! 11 unloads per run, each fired while a commit is in flight), so a PASS fails this test at
-//! once. Why a PASS is not the race merely missed: on 2026-12-03 the recipe lost committed
-//! transactions in every run that did not end STUCK, on 4.0.7 and 4.2.4 alike, and no run of
-//! it passed (docs/findings/lwm-abort-after-namespace-unload.md, "For this repository"); in its
-//! violating runs 24 of 66 unloads (36%) each lost at least one commit, so were the unloads
-//! independent, a run of 11 in which none loses anything would come about once in 140
-//! (0.64^11). A PASS therefore means, far more likely, that the finding no longer reproduces
+//! 17 unloads per run on 8 partitions, each fired while a commit requested after it came due
+//! is in flight), so a PASS fails this test at once. Why a PASS is not the race merely missed:
+//! the recipe lost committed transactions in every run measured that did not end STUCK (its
+//! earlier form, 4 partitions and 11 unloads, in 10 of 10 on a quiet machine; the present one
+//! on 2026-12-06 in every run, under load too; docs/findings/lwm-abort-after-namespace-unload.md,
+//! "For this repository"). A PASS therefore means, far more likely, that the finding no longer reproduces
 //! (a fixed Pulsar, or a harness that no longer sees the loss). A run that ends STUCK (the
 //! other finding: a partition's buffer failed to recover, the read stays held, safety
 //! undecided; 2 of the first 6 runs on that loaded machine) says nothing either way and
@@ -97,11 +96,14 @@ fn a_lost_commit_after_a_namespace_unload_quotes_the_brokers_low_water_mark_abor
             other => panic!("neither a pass nor a violation ({other:?}):\n{t}"),
         }
     };
-    // A violation: only missing numbers, each range carried by a transaction the
-    // coordinator confirmed committed, and the broker's abort of that transaction quoted
-    // under it, by file and line.
-    assert_eq!(v["duplicate_values"], 0, "{v}");
+    // A violation: missing numbers, each range carried by a transaction the coordinator
+    // confirmed committed, and the broker's abort of that transaction quoted under it, by file
+    // and line. Numbers read twice may come with them (an aborted transaction readable on a
+    // partition that missed its abort marker, since the recipe has 8 partitions): Pulsar's too.
     assert_eq!(v["unexpected_total"], 0, "{v}");
+    for d in v["duplicates"].as_array().unwrap() {
+        assert_eq!(d["cause"], "pulsar", "{d}");
+    }
     let missing = v["missing"].as_array().unwrap();
     assert!(!missing.is_empty(), "{v}");
     for m in missing {
