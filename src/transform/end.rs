@@ -51,6 +51,11 @@ impl Transformer {
         };
         match r {
             Ok(()) => {
+                self.history.record(EventBody::Note {
+                    message: format!(
+                        "the coordinator answered the abort of attempt {attempt} {txn} success"
+                    ),
+                });
                 self.journal_final(attempt);
                 true
             }

@@ -41,11 +41,12 @@ impl Producer {
         let abort = self.abort_request(txn);
         let history = self.history.clone();
         tokio::spawn(async move {
-            if let Err(e) = abort.await {
-                history.record(EventBody::Note {
-                    message: format!("the abort of attempt {attempt} {txn} was not confirmed ({e}); the coordinator's timeout ends it"),
-                });
-            }
+            // Pulsar's answer either way: a report about an aborted transaction quotes it.
+            let message = match abort.await {
+                Ok(()) => format!("the coordinator answered the abort of attempt {attempt} {txn} success"),
+                Err(e) => format!("the abort of attempt {attempt} {txn} was not confirmed ({e}); the coordinator's timeout ends it"),
+            };
+            history.record(EventBody::Note { message });
         });
     }
 

@@ -145,6 +145,19 @@ fn deliberately_aborted_transactions_stay_invisible_and_their_numbers_arrive_onc
         .filter(|e| e["event"] == "txn_opened" && !e["resend_of"].is_null())
         .count();
     assert_eq!(resent, 20);
+    // Pulsar's answer to each ABORT is in the history (a report about an aborted transaction
+    // quotes it), not only the request.
+    let answered: Vec<_> = h
+        .iter()
+        .filter(|e| {
+            e["event"] == "note"
+                && e["message"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("the coordinator answered the abort of attempt ")
+        })
+        .collect();
+    assert_eq!(answered.len(), 20, "{answered:?}");
 }
 
 /// The results store `--store` named holds one record, this run's, as its files say.
