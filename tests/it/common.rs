@@ -417,6 +417,13 @@ pub fn history(run_dir: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// How many of a history's notes start with `prefix`.
+pub fn notes_starting(h: &[serde_json::Value], prefix: &str) -> usize {
+    h.iter()
+        .filter(|e| e["event"] == "note" && e["message"].as_str().unwrap().starts_with(prefix))
+        .count()
+}
+
 /// Every listed missing and duplicated range of a verdict is Pulsar's doing, with the evidence
 /// it rests on (what a run under `verify` may show: no unknown commit is resent blind).
 pub fn assert_anomalies_are_pulsars(v: &serde_json::Value) {

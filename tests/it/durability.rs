@@ -208,16 +208,7 @@ fn kill_and_resume(name: &str, seed: u64, kills: usize, faults: &str) {
     assert_eq!(status.code(), Some(0), "kills {done:?}:\n{t}");
 
     let h = history(&run_dir);
-    let resumes = h
-        .iter()
-        .filter(|e| {
-            e["event"] == "note"
-                && e["message"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with("resuming: journal cursor")
-        })
-        .count();
+    let resumes = notes_starting(&h, "resuming: journal cursor");
     assert_eq!(resumes, kills, "{t}");
     // Point 4: no attempt number was handed out twice.
     let mut attempts: Vec<u64> = h

@@ -147,17 +147,8 @@ fn deliberately_aborted_transactions_stay_invisible_and_their_numbers_arrive_onc
     assert_eq!(resent, 20);
     // Pulsar's answer to each ABORT is in the history (a report about an aborted transaction
     // quotes it), not only the request.
-    let answered: Vec<_> = h
-        .iter()
-        .filter(|e| {
-            e["event"] == "note"
-                && e["message"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with("the coordinator answered the abort of attempt ")
-        })
-        .collect();
-    assert_eq!(answered.len(), 20, "{answered:?}");
+    let answered = notes_starting(&h, "the coordinator answered the abort of attempt ");
+    assert_eq!(answered, 20);
 }
 
 /// The results store `--store` named holds one record, this run's, as its files say.

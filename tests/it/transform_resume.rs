@@ -49,12 +49,6 @@ fn reached(m: Moment, run_dir: &Path, from: usize) -> bool {
     }
 }
 
-fn notes_starting(h: &[serde_json::Value], prefix: &str) -> usize {
-    h.iter()
-        .filter(|e| e["event"] == "note" && e["message"].as_str().unwrap().starts_with(prefix))
-        .count()
-}
-
 #[test]
 fn a_transform_killed_at_seeded_moments_resumes_to_a_pass() {
     let started = Instant::now();
