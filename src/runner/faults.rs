@@ -425,9 +425,10 @@ async fn wait_commit_after(
 
 /// Wait until a commit requested after this moment is in flight (at most GUARD_WAIT); a note
 /// for the history. A commit that has hung since before the fault came due does not count:
-/// under load one commit left hanging by an earlier fault (a client timeout of 30 s) held the
-/// old guard open, and eleven unloads 3 s apart all landed while the producer, whose every
-/// send those unloads broke, had nothing else in flight, so the low-water-mark recipe passed.
+/// under load one commit left hanging after an earlier fault (it ended in a timeout) held the
+/// old guard open for 31 s, and eleven unloads 3 s apart all landed while the producer, whose
+/// sends those unloads kept breaking, had nothing else in flight: the low-water-mark recipe
+/// passed.
 async fn wait_committing(stats: &Stats, stop: &watch::Receiver<bool>) -> String {
     let from = stats.commits_requested.load(Ordering::SeqCst);
     match poll_until(stop, GUARD_WAIT, || fresh_commit_in_flight(stats, from)).await {

@@ -7,9 +7,10 @@
 //! 17 unloads per run on 8 partitions, each fired while a commit requested after it came due
 //! is in flight), so a PASS fails this test at once. Why a PASS is not the race merely missed:
 //! the recipe lost committed transactions in every run measured that did not end STUCK (its
-//! earlier form, 4 partitions and 11 unloads, in 10 of 10 on a quiet machine; the present one
-//! on 2026-12-06 in every run, under load too; docs/findings/lwm-abort-after-namespace-unload.md,
-//! "For this repository"). A PASS therefore means, far more likely, that the finding no longer reproduces
+//! earlier form, 4 partitions and 11 unloads, in 10 of 10 on a quiet machine); the present one,
+//! on 2026-12-06, in 14 of 15 runs, under load too, the 15th reading an aborted transaction's
+//! numbers twice instead (docs/findings/lwm-abort-after-namespace-unload.md, "For this
+//! repository"). A PASS therefore means, far more likely, that the finding no longer reproduces
 //! (a fixed Pulsar, or a harness that no longer sees the loss). A run that ends STUCK (the
 //! other finding: a partition's buffer failed to recover, the read stays held, safety
 //! undecided; 2 of the first 6 runs on that loaded machine) says nothing either way and
@@ -99,7 +100,8 @@ fn a_lost_commit_after_a_namespace_unload_quotes_the_brokers_low_water_mark_abor
     // A violation: missing numbers, each range carried by a transaction the coordinator
     // confirmed committed, and the broker's abort of that transaction quoted under it, by file
     // and line. Numbers read twice may come with them (an aborted transaction readable on a
-    // partition that missed its abort marker, since the recipe has 8 partitions): Pulsar's too.
+    // partition that missed its abort marker, docs/findings/aborted-txn-readable-after-
+    // unload.md): Pulsar's too.
     assert_eq!(v["unexpected_total"], 0, "{v}");
     for d in v["duplicates"].as_array().unwrap() {
         assert_eq!(d["cause"], "pulsar", "{d}");
