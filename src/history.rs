@@ -72,6 +72,16 @@ impl HistoryError {
 }
 
 impl History {
+    /// Note Pulsar's answer to the ABORT of an attempt (producer and transform alike): a report
+    /// about an aborted transaction quotes it.
+    pub fn abort_answered(&self, attempt: u64, txn: TxnId, answer: &Result<(), String>) {
+        let message = match answer {
+            Ok(()) => format!("the coordinator answered the abort of attempt {attempt} {txn} success"),
+            Err(e) => format!("the abort of attempt {attempt} {txn} was not confirmed ({e}); the coordinator's timeout ends it"),
+        };
+        self.record(EventBody::Note { message });
+    }
+
     /// Create (or, with `append`, continue) the history at `path`. `start` is t_ms = 0.
     pub fn create(path: &Path, start: Instant, append: bool) -> Result<History, HistoryError> {
         let file = std::fs::OpenOptions::new()

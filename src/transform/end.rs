@@ -49,23 +49,11 @@ impl Transformer {
                 .await
                 .map_err(|a| self.driver_failed(attempt, txn, "abort", &a)),
         };
-        match r {
-            Ok(()) => {
-                self.history.record(EventBody::Note {
-                    message: format!(
-                        "the coordinator answered the abort of attempt {attempt} {txn} success"
-                    ),
-                });
-                self.journal_final(attempt);
-                true
-            }
-            Err(e) => {
-                self.history.record(EventBody::Note {
-                    message: format!("the abort of attempt {attempt} {txn} was not confirmed ({e}); the coordinator's timeout ends it"),
-                });
-                false
-            }
+        self.history.abort_answered(attempt, txn, &r);
+        if r.is_ok() {
+            self.journal_final(attempt);
         }
+        r.is_ok()
     }
 
     /// The attempt's outcome is definitive: its journal entry is cleared. Not awaited: a clear

@@ -40,14 +40,7 @@ impl Producer {
         });
         let abort = self.abort_request(txn);
         let history = self.history.clone();
-        tokio::spawn(async move {
-            // Pulsar's answer either way: a report about an aborted transaction quotes it.
-            let message = match abort.await {
-                Ok(()) => format!("the coordinator answered the abort of attempt {attempt} {txn} success"),
-                Err(e) => format!("the abort of attempt {attempt} {txn} was not confirmed ({e}); the coordinator's timeout ends it"),
-            };
-            history.record(EventBody::Note { message });
-        });
+        tokio::spawn(async move { history.abort_answered(attempt, txn, &abort.await) });
     }
 
     /// Commit the attempt, asking again as the resend policy says (`policy::next`), and decide
