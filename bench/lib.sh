@@ -87,6 +87,17 @@ replace_if_gone() {
   return 0
 }
 
+# B's jars: pulsar-testclient 4.0.6 (4.0.7 of it is not on the mirror) with 4.0.7 libraries.
+testclient_jars() {
+  TESTCLIENT_DIR=${TESTCLIENT_DIR:-$HOME/.cache/pulsar-chaos/testclient-4.0.6-on-4.0.7}
+  if ls "$TESTCLIENT_DIR"/pulsar-testclient-*.jar >/dev/null 2>&1; then return; fi
+  command -v java >/dev/null && command -v mvn >/dev/null \
+    || die "java and mvn are needed for pulsar-perf (apt-get install maven default-jre-headless)"
+  log "copying pulsar-testclient's jars into $TESTCLIENT_DIR (once)"
+  mvn -q -B -f "$BENCH_DIR/testclient/pom.xml" dependency:copy-dependencies \
+    -DoutputDirectory="$TESTCLIENT_DIR" >&2
+}
+
 # `pulsar-chaos run` of $1/scenario.yaml on the cluster; on success PRODUCER_JSON names the
 # run's producer.json. $2 says which run it was in a failure message.
 run_scenario() {

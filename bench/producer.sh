@@ -120,16 +120,6 @@ RESULTS_DIR=${RESULTS_DIR:-$BENCH_DIR/results}
 PERF_MAIN=org.apache.pulsar.testclient.PulsarPerfTestTool
 
 
-# B's jars: pulsar-testclient 4.0.6 (4.0.7 of it is not on the mirror) with 4.0.7 libraries.
-testclient_jars() {
-  if ls "$TESTCLIENT_DIR"/pulsar-testclient-*.jar >/dev/null 2>&1; then return; fi
-  command -v java >/dev/null && command -v mvn >/dev/null \
-    || die "java and mvn are needed for pulsar-perf (apt-get install maven default-jre-headless)"
-  log "copying pulsar-testclient's jars into $TESTCLIENT_DIR (once)"
-  mvn -q -B -f "$BENCH_DIR/testclient/pom.xml" dependency:copy-dependencies \
-    -DoutputDirectory="$TESTCLIENT_DIR" >&2
-}
-
 # Messages for transaction size $1: MESSAGES_<T>, else MESSAGES, else the size's default.
 messages_for() {
   local var="MESSAGES_$1" def

@@ -9,11 +9,12 @@
 #   bench/transform.sh                          # T=10 and 100, 3 rounds, ~10 min here
 #   TXN_SIZES=10 REPEATS=1 MESSAGES=5000 bench/transform.sh   # a smoke test, ~2 minutes
 #
-# Knobs (environment): TXN_SIZES="10 100", REPEATS=3, MESSAGES (inputs per run; default
+# Knobs (environment): TXN_SIZES="10 100", REPEATS=3, TOOLS="ours perf-consume-txn
+# perf-transaction" (the ones run, in this order each round), MESSAGES (inputs per run; default
 # 10,000 at T=10 and 50,000 otherwise), CONSUMERS=4 (A's consumers, B1's -n, B2's
 # -threads), CLIENT=own (A's client: own, or java / go through their drivers, docs/drivers.md;
 # java is the client B runs on), MESSAGE_SIZE=100, PERF_TIMEOUT=300, TESTCLIENT_DIR
-# (pulsar-testclient 4.0.6's jars, fetched by bench/producer.sh's pom), RESULTS_DIR,
+# (pulsar-testclient 4.0.6's jars, copied once by Maven from bench/testclient/pom.xml), RESULTS_DIR,
 # KEEP_WORK=1, and those of bench/lib.sh.
 #
 # What each figure is
@@ -39,6 +40,7 @@ TXN_SIZES=${TXN_SIZES:-"10 100"}
 REPEATS=${REPEATS:-3}
 CONSUMERS=${CONSUMERS:-4}
 CLIENT=${CLIENT:-own}
+TOOLS=${TOOLS:-"ours perf-consume-txn perf-transaction"}
 MESSAGE_SIZE=${MESSAGE_SIZE:-100}
 PERF_TIMEOUT=${PERF_TIMEOUT:-300}
 TESTCLIENT_DIR=${TESTCLIENT_DIR:-$HOME/.cache/pulsar-chaos/testclient-4.0.6-on-4.0.7}
@@ -53,7 +55,9 @@ messages_for() {
 
 perf() {
   local log_file=$1; shift
-  run_child timeout -k 10 "$PERF_TIMEOUT" java -Dlog4j2.configurationFile="$BENCH_DIR/testclient/log4j2.xml" \
+  # In the scratch directory: `pulsar-perf transaction` writes its histogram file to the
+  # working directory.
+  run_child env -C "$WORK_DIR" timeout -k 10 "$PERF_TIMEOUT" java -Dlog4j2.configurationFile="$BENCH_DIR/testclient/log4j2.xml" \
     -Djava.net.preferIPv4Stack=true -Dio.netty.tryReflectionSetAccessible=true \
     --add-opens java.base/sun.net=ALL-UNNAMED --add-opens java.base/java.lang=ALL-UNNAMED \
     --add-opens java.base/java.util.zip=ALL-UNNAMED --add-opens java.base/java.nio=ALL-UNNAMED \
@@ -145,8 +149,7 @@ SEQ=0
 mkdir -p "$RESULTS_DIR"
 TSV="$RESULTS_DIR/transform-$STAMP.tsv"
 TXT="$RESULTS_DIR/transform-$STAMP.txt"
-ls "$TESTCLIENT_DIR"/pulsar-testclient-*.jar >/dev/null 2>&1 \
-  || die "no pulsar-testclient jars in $TESTCLIENT_DIR (bench/producer.sh copies them once)"
+testclient_jars
 cluster_up
 printf 'txn_size\trepeat\ttool\tmessages\tseconds\tmsg_per_s\tdetail\n' >"$TSV"
 {
@@ -158,7 +161,7 @@ failed=0
 for t in $TXN_SIZES; do
   n=$(messages_for "$t")
   for rep in $(seq 1 "$REPEATS"); do
-    for tool in ours perf-consume-txn perf-transaction; do
+    for tool in $TOOLS; do
       case $tool in
         ours) fn=run_ours ;; perf-consume-txn) fn=run_consume ;; *) fn=run_transaction ;;
       esac
@@ -179,7 +182,7 @@ done
   echo
   echo "# summary: median msg/s (inputs handled per second) of each tool"
   for t in $TXN_SIZES; do
-    for tool in ours perf-consume-txn perf-transaction; do
+    for tool in $TOOLS; do
       printf '%-8s %-16s %10s\n' "$t" "$tool" \
         "$(awk -F'\t' -v t="$t" -v tool="$tool" '$1 == t && $3 == tool && $6 != "NA" { print $6 }' "$TSV" | median)"
     done
