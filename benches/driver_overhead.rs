@@ -187,9 +187,13 @@ async fn bench(o: &Opts) -> Result<(), String> {
     let built = drivers::build(&spec).await.map_err(|e| e.to_string())?;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let driver = Arc::new(
-        Driver::start(&built, &dir.path().join("driver.log"))
-            .await
-            .map_err(|e| e.to_string())?,
+        Driver::start(
+            &built,
+            pulsar_chaos::drivers::Jit::Full,
+            &dir.path().join("driver.log"),
+        )
+        .await
+        .map_err(|e| e.to_string())?,
     );
     let numbers: Arc<Vec<u64>> = Arc::new((0..o.txn_size).collect());
 

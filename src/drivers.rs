@@ -17,7 +17,7 @@ use pulsar::message::proto::TxnAction;
 use crate::history::TxnId;
 use crate::txn::coordinator::Coordinators;
 
-pub use build::{build, Built};
+pub use build::{build, Built, Jit};
 pub use process::{tail, Answer, ConnectArgs, Driver, Hello, SubscribeArgs};
 
 pub use crate::clients::{ClientError, ClientKind};

@@ -129,6 +129,9 @@ pub struct Counts {
     /// An official client's input subscription registered with a transaction ahead of its
     /// ACKs (the driver's `register` with `subscriptions`, answered).
     pub inputs_registered_ahead: AtomicU64,
+    /// `ack` requests that carried all of an attempt's inputs of one partition, each id
+    /// answered on its own (a driver offering `ack_each`).
+    pub ack_requests_grouped: AtomicU64,
 }
 
 /// How often the conflict probe runs: on attempt 1 and every `PROBE_EVERY`th, at most

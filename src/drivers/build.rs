@@ -41,6 +41,51 @@ pub struct Built {
     pub took: Duration,
 }
 
+/// The JIT a Java driver's JVM runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Jit {
+    /// Both tiers (the JVM's default).
+    Full,
+    /// The first tier only (`-XX:TieredStopAtLevel=1`).
+    Quick,
+}
+
+impl Jit {
+    /// The JIT for a workload: the first tier for a transform, both for a producer, unless
+    /// `PULSAR_CHAOS_DRIVER_JIT` (`full` or `quick`) says otherwise. Measured on 2 cores beside
+    /// the broker (BENCHMARKS.md section 6, 2026-12-07): with both tiers the compilers ran
+    /// 8.1 s in a transform driver's first 9 s, and the first tier alone made the Java
+    /// transform 1.08-1.65x faster; the producer's sends are the client's own hot loop, and
+    /// the first tier alone made it 0.78-0.95x of pulsar-perf at T=100 where both made 1.02x.
+    pub fn for_workload(transform: bool) -> Jit {
+        Jit::choose(
+            std::env::var("PULSAR_CHAOS_DRIVER_JIT").ok().as_deref(),
+            transform,
+        )
+    }
+
+    /// `for_workload` with the variable's value given (any other value: the default).
+    fn choose(env: Option<&str>, transform: bool) -> Jit {
+        match env {
+            Some("full") => Jit::Full,
+            Some("quick") => Jit::Quick,
+            _ if transform => Jit::Quick,
+            _ => Jit::Full,
+        }
+    }
+}
+
+impl Built {
+    /// The command that starts the driver with `jit` (a Go driver's is the same either way).
+    pub fn command_with(&self, jit: Jit) -> Vec<String> {
+        let mut c = self.command.clone();
+        if self.spec.kind == ClientKind::Java && jit == Jit::Quick {
+            c.insert(1, "-XX:TieredStopAtLevel=1".into());
+        }
+        c
+    }
+}
+
 fn sources(kind: ClientKind) -> &'static [(&'static str, &'static str)] {
     match kind {
         ClientKind::Java => JAVA,
@@ -195,4 +240,41 @@ async fn compile(spec: &Spec, dir: &Path, artifact: &str) -> Result<(), String> 
         ));
     }
     std::fs::rename(&built, dir.join(artifact)).map_err(|e| format!("{}: {e}", built.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Built, ClientKind, Jit, Spec};
+    use std::time::Duration;
+
+    #[test]
+    fn a_transform_s_java_driver_runs_the_first_jit_tier_a_producer_s_both() {
+        assert_eq!(Jit::choose(None, true), Jit::Quick);
+        assert_eq!(Jit::choose(None, false), Jit::Full);
+        assert_eq!(Jit::choose(Some("full"), true), Jit::Full);
+        assert_eq!(Jit::choose(Some("quick"), false), Jit::Quick);
+        assert_eq!(Jit::choose(Some("C2"), false), Jit::Full);
+        let built = |kind, command: &[&str]| Built {
+            spec: Spec {
+                kind,
+                version: "4.2.4".into(),
+            },
+            command: command.iter().map(|s| s.to_string()).collect(),
+            took: Duration::ZERO,
+        };
+        let java = built(ClientKind::Java, &["java", "-Xmx512m", "-jar", "d.jar"]);
+        assert_eq!(
+            java.command_with(Jit::Quick),
+            [
+                "java",
+                "-XX:TieredStopAtLevel=1",
+                "-Xmx512m",
+                "-jar",
+                "d.jar"
+            ]
+        );
+        assert_eq!(java.command_with(Jit::Full), java.command);
+        let go = built(ClientKind::Go, &["driver"]);
+        assert_eq!(go.command_with(Jit::Quick), ["driver"]);
+    }
 }

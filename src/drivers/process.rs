@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::history::TxnId;
 use crate::txn::consumer::Received;
 
-use super::{Built, ClientError, ClientKind, DriverError};
+use super::{Built, ClientError, ClientKind, DriverError, Jit};
 
 /// How one request ended.
 #[derive(Debug, Clone)]
@@ -55,6 +55,8 @@ pub struct Hello {
     /// Its `register` takes `subscriptions` too (registers a transaction's acknowledged
     /// subscriptions ahead of its ACKs).
     pub register_acks: bool,
+    /// Its `ack` takes `each` (one answer per id, in one reply).
+    pub ack_each: bool,
 }
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Map<String, Value>, Answer>>>>>;
@@ -105,12 +107,14 @@ pub fn telling_line(lines: &[String]) -> Option<String> {
 }
 
 impl Driver {
-    /// Start `built` with its standard error appended to `log`, and ask its `hello`.
-    pub async fn start(built: &Built, log: &Path) -> Result<Driver, DriverError> {
+    /// Start `built` (its JVM with `jit`) with its standard error appended to `log`, and ask
+    /// its `hello`.
+    pub async fn start(built: &Built, jit: Jit, log: &Path) -> Result<Driver, DriverError> {
+        let command = built.command_with(jit);
         let client = built.spec.to_string();
         let start_err = |message: String| DriverError::Start {
             client: client.clone(),
-            path: PathBuf::from(&built.command[0]),
+            path: PathBuf::from(&command[0]),
             message,
         };
         let log_file = std::fs::OpenOptions::new()
@@ -118,8 +122,8 @@ impl Driver {
             .append(true)
             .open(log)
             .map_err(|e| start_err(format!("{}: {e}", log.display())))?;
-        let mut child = Command::new(&built.command[0])
-            .args(&built.command[1..])
+        let mut child = Command::new(&command[0])
+            .args(&command[1..])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log_file))
@@ -202,6 +206,7 @@ impl Driver {
                 version: String::new(),
                 register: false,
                 register_acks: false,
+                ack_each: false,
             },
             log: log.to_path_buf(),
             lines,
@@ -236,6 +241,7 @@ impl Driver {
             version: field("version"),
             register: hello.get("register").and_then(Value::as_bool) == Some(true),
             register_acks: hello.get("register_acks").and_then(Value::as_bool) == Some(true),
+            ack_each: hello.get("ack_each").and_then(Value::as_bool) == Some(true),
         };
         Ok(driver)
     }
@@ -476,6 +482,26 @@ impl Driver {
         self.call("ack", m, timeout).await.map(|_| ())
     }
 
+    /// `ack` with `each` (only to a driver whose `hello` offered `ack_each`): the messages
+    /// `ids` of `consumer`, in `txn` when given, all at once; Ok: the client's answer to each
+    /// id, in order. Err: the request as a whole (the driver refused it, sent nothing for an
+    /// id it does not hold, ended, or did not answer in time).
+    pub async fn ack_each(
+        &self,
+        consumer: u64,
+        txn: Option<TxnId>,
+        ids: &[MessageIdData],
+        timeout: Duration,
+    ) -> Result<Vec<Result<(), ClientError>>, Answer> {
+        let mut m = Map::new();
+        m.insert("consumer".into(), json!(consumer));
+        m.insert("txn".into(), txn_json(txn));
+        m.insert("ids".into(), ids_json(ids));
+        m.insert("each".into(), json!(true));
+        let r = self.call("ack", m, timeout).await?;
+        each_answers(&r, ids.len()).ok_or_else(|| bad_reply("ack", &r))
+    }
+
     /// `nack`: hand `ids` back (none: every message the consumer holds unacknowledged).
     pub async fn nack(
         &self,
@@ -540,6 +566,24 @@ fn ids_json(ids: &[MessageIdData]) -> Value {
     )
 }
 
+/// The `answers` of an `ack` with `each`: one per id, `null` for success or an error object.
+/// None: not that (missing, another length, or an entry that is neither).
+fn each_answers(r: &Map<String, Value>, n: usize) -> Option<Vec<Result<(), ClientError>>> {
+    let answers = r.get("answers")?.as_array()?;
+    if answers.len() != n {
+        return None;
+    }
+    answers
+        .iter()
+        .map(|a| match a {
+            Value::Null => Some(Ok(())),
+            e => serde_json::from_value::<ClientError>(e.clone())
+                .ok()
+                .map(Err),
+        })
+        .collect()
+}
+
 fn txn_json(txn: Option<TxnId>) -> Value {
     match txn {
         Some(t) => json!([t.most, t.least]),
@@ -591,7 +635,32 @@ fn deliver(pending: &Pending, line: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::telling_line;
+    use super::{each_answers, telling_line};
+    use serde_json::{json, Map, Value};
+
+    fn reply(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn an_ack_with_each_answers_every_id_in_order() {
+        let r = reply(
+            json!({"id": 3, "ok": true, "answers": [null, {"class": "org.apache.pulsar.client.api.PulsarClientException$TransactionConflictException", "message": "m", "causes": []}, null]}),
+        );
+        let a = each_answers(&r, 3).expect("three answers");
+        assert!(a[0].is_ok() && a[2].is_ok());
+        assert_eq!(
+            a[1].as_ref().unwrap_err().short_class(),
+            "TransactionConflictException"
+        );
+        // Not one answer per id, or an entry that is neither: not the protocol.
+        assert!(each_answers(&r, 2).is_none());
+        assert!(each_answers(&reply(json!({"id": 3, "ok": true})), 0).is_none());
+        assert!(each_answers(&reply(json!({"id": 3, "ok": true, "answers": [7]})), 1).is_none());
+    }
 
     fn lines(s: &str) -> Vec<String> {
         s.lines().map(str::to_string).collect()

@@ -77,6 +77,7 @@ impl Driver {
             "consumer_reconnects": get(&c.reconnects),
             "outputs_registered_ahead": get(&c.registered_ahead),
             "inputs_registered_ahead": get(&c.inputs_registered_ahead),
+            "ack_requests_grouped": get(&c.ack_requests_grouped),
         }))
     }
 }

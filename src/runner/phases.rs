@@ -91,7 +91,8 @@ pub(super) async fn execute(
         started,
     };
     if let Some(built) = client {
-        match start_driver(built, dir, &history).await {
+        let jit = crate::drivers::Jit::for_workload(w.transform.is_some());
+        match start_driver(built, jit, dir, &history).await {
             Ok(d) => cfg.driver = Some(d),
             Err(Error::Driver(e)) => return unstarted().finish(e, None).await,
             Err(e) => return Err(e),
@@ -404,18 +405,27 @@ fn producer_config(
 /// to by a resumed run's new driver), and record which client and library it is.
 async fn start_driver(
     built: &Built,
+    jit: crate::drivers::Jit,
     dir: &RunDir,
     history: &History,
 ) -> Result<workload::DriverHandle> {
-    let d = crate::drivers::Driver::start(built, &dir.file("driver.log")).await?;
+    let d = crate::drivers::Driver::start(built, jit, &dir.file("driver.log")).await?;
     history.record(EventBody::Note {
         message: format!(
-            "client: {} ({} {}){}, driver pid {}",
+            "client: {} ({} {}){}{}, driver pid {}",
             built.spec.kind,
             d.hello.library,
             d.hello.version,
             if d.hello.register {
                 ", partitions registered ahead"
+            } else {
+                ""
+            },
+            if built.spec.kind == crate::drivers::ClientKind::Java {
+                match jit {
+                    crate::drivers::Jit::Quick => ", JVM on the first JIT tier",
+                    crate::drivers::Jit::Full => ", JVM on both JIT tiers",
+                }
             } else {
                 ""
             },

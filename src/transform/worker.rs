@@ -661,16 +661,42 @@ impl Transformer {
         };
         // One ACK per input, all at once: a refusal names one input (an ACK of several that
         // is refused leaves the others out of the consumer's unacknowledged set on 4.2.4, so
-        // no redelivery brings them back).
-        let acks_done = {
+        // no redelivery brings them back). Through a driver that answers each id of an `ack`
+        // on its own, one request per input partition carries them (the client still sends
+        // one ACK per input): at T=100, 100 requests an attempt became one.
+        let acks_done = async {
             let consumers = &w.consumers;
-            let acks = batch.iter().map(|i| async move {
-                match consumers[i.partition].as_ref() {
-                    Some(c) => c.ack(txn, &i.msg.id).await,
-                    None => AckAnswer::NotSent("the consumer was lost".into()),
-                }
+            let grouped = self.driver.as_ref().is_some_and(|d| d.hello.ack_each);
+            let mut by_partition: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+            for (k, i) in batch.iter().enumerate() {
+                by_partition.entry(i.partition).or_default().push(k);
+            }
+            let groups = by_partition.into_iter().map(|(p, ks)| async move {
+                let answers = match consumers[p].as_ref() {
+                    Some(c) => {
+                        let ids: Vec<&MessageIdData> =
+                            ks.iter().map(|k| &batch[*k].msg.id).collect();
+                        if grouped {
+                            self.counts
+                                .ack_requests_grouped
+                                .fetch_add(1, Ordering::Relaxed);
+                        }
+                        c.ack_all(txn, &ids).await
+                    }
+                    None => vec![AckAnswer::NotSent("the consumer was lost".into()); ks.len()],
+                };
+                ks.into_iter().zip(answers)
             });
-            futures::future::join_all(acks)
+            let mut answers: Vec<Option<AckAnswer>> = (0..batch.len()).map(|_| None).collect();
+            for group in futures::future::join_all(groups).await {
+                for (k, a) in group {
+                    answers[k] = Some(a);
+                }
+            }
+            answers
+                .into_iter()
+                .map(|a| a.unwrap_or_else(|| AckAnswer::NotSent("not asked".into())))
+                .collect::<Vec<_>>()
         };
         let ((sent, send_failed), answers) = tokio::join!(sends_done, acks_done);
         self.stats.messages_sent.fetch_add(sent, Ordering::Relaxed);

@@ -205,6 +205,8 @@ public final class Driver {
         // The optional `register` request is served, with its `subscriptions` (docs/drivers.md).
         r.put("register", true);
         r.put("register_acks", true);
+        // `ack` with `each` answers every id on its own (docs/drivers.md).
+        r.put("ack_each", true);
         write(r);
     }
 
@@ -489,12 +491,19 @@ public final class Driver {
         });
     }
 
-    /** Acknowledge each id (in the transaction, if any); answer at the first failure or when all are answered. */
+    /**
+     * Acknowledge each id (in the transaction, if any); answer at the first failure or when all
+     * are answered, or with `each` once every id is answered, with one answer per id.
+     */
     private void ack(long id, JsonNode req) throws Refusal {
         Input in = input(req);
         JsonNode txnNode = req.get("txn");
         Transaction txn = txnNode == null || txnNode.isNull() ? null : lookup(txnNode);
         List<MessageId> ids = heldIds(in, req, false);
+        if (req.path("each").asBoolean(false)) {
+            ackEach(id, in, txn, ids);
+            return;
+        }
         if (ids.isEmpty()) {
             write(ok(id));
             return;
@@ -521,6 +530,51 @@ public final class Driver {
                 in.held.remove(k, mid);
                 if (left.decrementAndGet() == 0 && answered.compareAndSet(false, true)) {
                     write(ok(id));
+                }
+            });
+        }
+    }
+
+    /** `ack` with `each`: every id acknowledged at once; the reply's `answers` holds, in the
+     * ids' order, null for an acknowledgement that completed normally or the client's error. */
+    private void ackEach(long id, Input in, Transaction txn, List<MessageId> ids) {
+        int n = ids.size();
+        Throwable[] failed = new Throwable[n];
+        AtomicInteger left = new AtomicInteger(n);
+        Runnable answer = () -> {
+            ObjectNode r = ok(id);
+            ArrayNode a = r.putArray("answers");
+            for (Throwable t : failed) {
+                if (t == null) {
+                    a.addNull();
+                } else {
+                    a.add(errorNode(t));
+                }
+            }
+            write(r);
+        };
+        if (n == 0) {
+            answer.run();
+            return;
+        }
+        for (int i = 0; i < n; i++) {
+            MessageId mid = ids.get(i);
+            int at = i;
+            CompletableFuture<Void> f;
+            try {
+                f = txn != null ? in.consumer.acknowledgeAsync(mid, txn) : in.consumer.acknowledgeAsync(mid);
+            } catch (Throwable t) {
+                f = CompletableFuture.failedFuture(t);
+            }
+            f.whenComplete((v, e) -> {
+                if (e != null) {
+                    failed[at] = e;
+                } else if (mid instanceof MessageIdAdv adv) {
+                    in.held.remove(key3(adv.getLedgerId(), adv.getEntryId(), adv.getBatchIndex()), mid);
+                }
+                // The last completion publishes every earlier write (the counter's ordering).
+                if (left.decrementAndGet() == 0) {
+                    answer.run();
                 }
             });
         }
@@ -691,6 +745,15 @@ public final class Driver {
     }
 
     private void replyFailure(long id, Throwable t) {
+        ObjectNode r = JSON.createObjectNode();
+        r.put("id", id);
+        r.put("ok", false);
+        r.set("error", errorNode(t));
+        write(r);
+    }
+
+    /** The client's failure as a reply's `error` object: class, message, causes. */
+    private static ObjectNode errorNode(Throwable t) {
         Throwable u = unwrap(t);
         List<String> causes = new ArrayList<>();
         Throwable c = u.getCause();
@@ -701,18 +764,23 @@ public final class Driver {
             }
             c = c.getCause();
         }
-        replyError(id, u.getClass().getName(), u.getMessage() == null ? "" : u.getMessage(), causes);
+        return errorObject(u.getClass().getName(), u.getMessage() == null ? "" : u.getMessage(), causes);
+    }
+
+    private static ObjectNode errorObject(String cls, String message, List<String> causes) {
+        ObjectNode e = JSON.createObjectNode();
+        e.put("class", cls);
+        e.put("message", message);
+        ArrayNode a = e.putArray("causes");
+        causes.forEach(a::add);
+        return e;
     }
 
     private void replyError(long id, String cls, String message, List<String> causes) {
         ObjectNode r = JSON.createObjectNode();
         r.put("id", id);
         r.put("ok", false);
-        ObjectNode e = r.putObject("error");
-        e.put("class", cls);
-        e.put("message", message);
-        ArrayNode a = e.putArray("causes");
-        causes.forEach(a::add);
+        r.set("error", errorObject(cls, message, causes));
         write(r);
     }
 
