@@ -55,8 +55,9 @@ impl Jit {
     /// `PULSAR_CHAOS_DRIVER_JIT` (`full` or `quick`) says otherwise. Measured on 2 cores beside
     /// the broker (BENCHMARKS.md section 6, 2026-12-07): with both tiers the compilers ran
     /// 8.1 s in a transform driver's first 9 s, and the first tier alone made the Java
-    /// transform 1.08-1.65x faster; the producer's sends are the client's own hot loop, and
-    /// the first tier alone made it 0.78-0.95x of pulsar-perf at T=100 where both made 1.02x.
+    /// transform 1.08-1.65x faster at T=10 (0.91-1.21x at T=100); the producer's sends are
+    /// the client's own hot loop, and the first tier alone made it 0.78-0.95x of pulsar-perf at
+    /// T=100 where both had made 1.02x.
     pub fn for_workload(transform: bool) -> Jit {
         Jit::choose(
             std::env::var("PULSAR_CHAOS_DRIVER_JIT").ok().as_deref(),

@@ -511,28 +511,36 @@ public final class Driver {
         AtomicInteger left = new AtomicInteger(ids.size());
         AtomicBoolean answered = new AtomicBoolean();
         for (MessageId mid : ids) {
-            String k = mid instanceof MessageIdAdv adv
-                    ? key3(adv.getLedgerId(), adv.getEntryId(), adv.getBatchIndex()) : "";
-            CompletableFuture<Void> f;
-            try {
-                f = txn != null ? in.consumer.acknowledgeAsync(mid, txn) : in.consumer.acknowledgeAsync(mid);
-            } catch (Throwable t) {
-                f = CompletableFuture.failedFuture(t);
-            }
-            f.whenComplete((v, e) -> {
+            ackOne(in, txn, mid).whenComplete((v, e) -> {
                 if (e != null) {
                     if (answered.compareAndSet(false, true)) {
                         replyFailure(id, e);
                     }
                     return;
                 }
-                // Acknowledged: no longer held (an abort's redelivery brings a new one).
-                in.held.remove(k, mid);
                 if (left.decrementAndGet() == 0 && answered.compareAndSet(false, true)) {
                     write(ok(id));
                 }
             });
         }
+    }
+
+    /**
+     * The client's acknowledgement of one id (in the transaction, if any); once it completed
+     * normally the id is no longer held (an abort's redelivery brings a new one).
+     */
+    private static CompletableFuture<Void> ackOne(Input in, Transaction txn, MessageId mid) {
+        CompletableFuture<Void> f;
+        try {
+            f = txn != null ? in.consumer.acknowledgeAsync(mid, txn) : in.consumer.acknowledgeAsync(mid);
+        } catch (Throwable t) {
+            f = CompletableFuture.failedFuture(t);
+        }
+        return f.whenComplete((v, e) -> {
+            if (e == null && mid instanceof MessageIdAdv adv) {
+                in.held.remove(key3(adv.getLedgerId(), adv.getEntryId(), adv.getBatchIndex()), mid);
+            }
+        });
     }
 
     /** `ack` with `each`: every id acknowledged at once; the reply's `answers` holds, in the
@@ -558,19 +566,10 @@ public final class Driver {
             return;
         }
         for (int i = 0; i < n; i++) {
-            MessageId mid = ids.get(i);
             int at = i;
-            CompletableFuture<Void> f;
-            try {
-                f = txn != null ? in.consumer.acknowledgeAsync(mid, txn) : in.consumer.acknowledgeAsync(mid);
-            } catch (Throwable t) {
-                f = CompletableFuture.failedFuture(t);
-            }
-            f.whenComplete((v, e) -> {
+            ackOne(in, txn, ids.get(i)).whenComplete((v, e) -> {
                 if (e != null) {
                     failed[at] = e;
-                } else if (mid instanceof MessageIdAdv adv) {
-                    in.held.remove(key3(adv.getLedgerId(), adv.getEntryId(), adv.getBatchIndex()), mid);
                 }
                 // The last completion publishes every earlier write (the counter's ordering).
                 if (left.decrementAndGet() == 0) {
