@@ -119,36 +119,30 @@ impl Source {
         }
     }
 
-    /// Acknowledge `ids` (inputs of this partition) in `txn`, in one request when the consumer
-    /// is a driver's that answers each id on its own (`ack_each`); otherwise one ACK each, all
-    /// at once. What each answer proves, in the ids' order.
-    pub(super) async fn ack_all(&self, txn: TxnId, ids: &[&MessageIdData]) -> Vec<AckAnswer> {
-        if let Source::Driven(d) = self {
-            if d.driver.hello.ack_each {
-                let owned: Vec<MessageIdData> = ids.iter().map(|i| (*i).clone()).collect();
+    /// A driver's consumer whose `ack` answers each id on its own (`ack_each`): `ack_all`
+    /// asks it once for all.
+    pub(super) fn acks_in_one_request(&self) -> bool {
+        matches!(self, Source::Driven(d) if d.driver.hello.ack_each)
+    }
+
+    /// Acknowledge `ids` (inputs of this partition) in `txn`: in one request when
+    /// `acks_in_one_request`, otherwise one ACK each, all at once. What each answer proves, in
+    /// the ids' order.
+    pub(super) async fn ack_all(&self, txn: TxnId, ids: &[MessageIdData]) -> Vec<AckAnswer> {
+        match self {
+            Source::Driven(d) if self.acks_in_one_request() => {
                 let name = d.driver.kind.name();
-                return match d
-                    .driver
-                    .ack_each(
-                        d.id,
-                        Some(txn),
-                        &owned,
-                        d.op_timeout + Duration::from_secs(10),
-                    )
-                    .await
-                {
+                let timeout = d.op_timeout + Duration::from_secs(10);
+                match d.driver.ack_each(d.id, Some(txn), ids, timeout).await {
                     Ok(answers) => answers
                         .into_iter()
                         .map(|a| driven_ack(name, &a.map_err(Answer::Client)))
                         .collect(),
-                    Err(a) => {
-                        let one = driven_ack(name, &Err(a));
-                        vec![one; ids.len()]
-                    }
-                };
+                    Err(a) => vec![driven_ack(name, &Err(a)); ids.len()],
+                }
             }
+            _ => futures::future::join_all(ids.iter().map(|id| self.ack(txn, id))).await,
         }
-        futures::future::join_all(ids.iter().map(|id| self.ack(txn, id))).await
     }
 
     pub(super) fn handle(&self) -> Hand {

@@ -666,7 +666,6 @@ impl Transformer {
         // one ACK per input): at T=100, 100 requests an attempt became one.
         let acks_done = async {
             let consumers = &w.consumers;
-            let grouped = self.driver.as_ref().is_some_and(|d| d.hello.ack_each);
             let mut by_partition: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
             for (k, i) in batch.iter().enumerate() {
                 by_partition.entry(i.partition).or_default().push(k);
@@ -674,9 +673,9 @@ impl Transformer {
             let groups = by_partition.into_iter().map(|(p, ks)| async move {
                 let answers = match consumers[p].as_ref() {
                     Some(c) => {
-                        let ids: Vec<&MessageIdData> =
-                            ks.iter().map(|k| &batch[*k].msg.id).collect();
-                        if grouped {
+                        let ids: Vec<MessageIdData> =
+                            ks.iter().map(|k| batch[*k].msg.id.clone()).collect();
+                        if c.acks_in_one_request() {
                             self.counts
                                 .ack_requests_grouped
                                 .fetch_add(1, Ordering::Relaxed);
@@ -687,16 +686,14 @@ impl Transformer {
                 };
                 ks.into_iter().zip(answers)
             });
-            let mut answers: Vec<Option<AckAnswer>> = (0..batch.len()).map(|_| None).collect();
-            for group in futures::future::join_all(groups).await {
-                for (k, a) in group {
-                    answers[k] = Some(a);
-                }
-            }
-            answers
+            // Back in the batch's order.
+            let mut answers: Vec<(usize, AckAnswer)> = futures::future::join_all(groups)
+                .await
                 .into_iter()
-                .map(|a| a.unwrap_or_else(|| AckAnswer::NotSent("not asked".into())))
-                .collect::<Vec<_>>()
+                .flatten()
+                .collect();
+            answers.sort_unstable_by_key(|(k, _)| *k);
+            answers.into_iter().map(|(_, a)| a).collect::<Vec<_>>()
         };
         let ((sent, send_failed), answers) = tokio::join!(sends_done, acks_done);
         self.stats.messages_sent.fetch_add(sent, Ordering::Relaxed);
