@@ -301,12 +301,51 @@ pub async fn independent_readback(service_url: &str, topic: &str) -> Vec<Vec<u8>
     panic!("the independent reader could not read {topic}: {failures:?}");
 }
 
-async fn read_once(service_url: &str, topic: &str) -> Result<Vec<Vec<u8>>, String> {
-    use futures::TryStreamExt;
-    use pulsar::{
-        consumer::InitialPosition, Consumer, ConsumerOptions, Pulsar, SubType, TokioExecutor,
-    };
-    let bound = Duration::from_secs(60);
+/// One message as an independent read identifies it: (partition, ledger, entry, batch index).
+pub type MsgId = (i32, u64, u64, i32);
+
+pub fn msg_id(id: &pulsar::message::proto::MessageIdData) -> MsgId {
+    (
+        id.partition.unwrap_or(-1),
+        id.ledger_id,
+        id.entry_id,
+        id.batch_index.unwrap_or(-1),
+    )
+}
+
+/// What an independent read received, each message once. The `pulsar` crate's consumer
+/// subscribes again after its connection breaks (a broker restart, an unload), with the same
+/// options: its non-durable subscription starts over at the earliest message, and the broker
+/// delivers what was read already a second time. Such a delivery has the id of the first and
+/// is counted as `redelivered`; a number written to the topic twice has two ids and stays in
+/// `payloads` twice.
+#[derive(Default)]
+pub struct Deliveries {
+    seen: std::collections::HashSet<MsgId>,
+    pub payloads: Vec<Vec<u8>>,
+    pub redelivered: u64,
+}
+
+impl Deliveries {
+    pub fn take(&mut self, id: MsgId, payload: &[u8]) {
+        if self.seen.insert(id) {
+            self.payloads.push(payload.to_vec());
+        } else {
+            self.redelivered += 1;
+        }
+    }
+}
+
+/// How long one step of an independent read may take.
+const READ_BOUND: Duration = Duration::from_secs(60);
+
+/// An independent subscription to `topic`: exclusive, non-durable, from the earliest message.
+pub async fn independent_consumer(
+    service_url: &str,
+    topic: &str,
+) -> Result<pulsar::Consumer<Vec<u8>, pulsar::TokioExecutor>, String> {
+    use pulsar::{consumer::InitialPosition, ConsumerOptions, Pulsar, SubType, TokioExecutor};
+    let bound = READ_BOUND;
     let step = |what: &'static str| move |_| format!("{what} timed out after {}s", bound.as_secs());
     let pulsar: Pulsar<TokioExecutor> =
         tokio::time::timeout(bound, Pulsar::builder(service_url, TokioExecutor).build())
@@ -324,10 +363,19 @@ async fn read_once(service_url: &str, topic: &str) -> Result<Vec<Vec<u8>>, Strin
                 .with_initial_position(InitialPosition::Earliest),
         )
         .build();
-    let mut consumer: Consumer<Vec<u8>, TokioExecutor> = tokio::time::timeout(bound, consumer)
+    tokio::time::timeout(bound, consumer)
         .await
         .map_err(step("subscribing"))?
-        .map_err(|e| format!("subscribing: {e}"))?;
+        .map_err(|e| format!("subscribing: {e}"))
+}
+
+/// Reads `consumer` to the topic's end into `got`, then closes it.
+pub async fn read_to_end(
+    mut consumer: pulsar::Consumer<Vec<u8>, pulsar::TokioExecutor>,
+    got: &mut Deliveries,
+) -> Result<(), String> {
+    use futures::TryStreamExt;
+    let bound = READ_BOUND;
     let last = match tokio::time::timeout(bound, consumer.get_last_message_id()).await {
         Ok(r) => r.map_err(|e| format!("asking for the last message ids: {e}"))?,
         Err(_) => {
@@ -338,30 +386,23 @@ async fn read_once(service_url: &str, topic: &str) -> Result<Vec<Vec<u8>>, Strin
                 "the last message ids did not come within {}s; reading until idle",
                 bound.as_secs()
             );
-            let mut out = Vec::new();
             while let Ok(next) =
                 tokio::time::timeout(Duration::from_secs(20), consumer.try_next()).await
             {
                 match next.map_err(|e| format!("reading: {e}"))? {
-                    Some(msg) => out.push(msg.payload.data.clone()),
+                    Some(msg) => got.take(msg_id(msg.message_id()), &msg.payload.data),
                     None => break,
                 }
             }
             let _ = tokio::time::timeout(Duration::from_secs(10), consumer.close()).await;
-            return Ok(out);
+            return Ok(());
         }
     };
-    let mut remaining: std::collections::HashMap<i32, (u64, u64, i32)> = last
+    let mut remaining: std::collections::HashMap<i32, MsgId> = last
         .iter()
         .filter(|id| id.ledger_id != u64::MAX)
-        .map(|id| {
-            (
-                id.partition.unwrap_or(-1),
-                (id.ledger_id, id.entry_id, id.batch_index.unwrap_or(-1)),
-            )
-        })
+        .map(|id| (id.partition.unwrap_or(-1), msg_id(id)))
         .collect();
-    let mut out = Vec::new();
     while !remaining.is_empty() {
         let msg = tokio::time::timeout(bound, consumer.try_next())
             .await
@@ -369,22 +410,32 @@ async fn read_once(service_url: &str, topic: &str) -> Result<Vec<Vec<u8>>, Strin
                 format!(
                     "no message for {}s after {} read",
                     bound.as_secs(),
-                    out.len()
+                    got.payloads.len()
                 )
             })?
             .map_err(|e| format!("reading: {e}"))?
             .ok_or_else(|| "the stream ended".to_string())?;
-        let id = msg.message_id();
-        out.push(msg.payload.data.clone());
-        let p = id.partition.unwrap_or(-1);
-        if let Some(end) = remaining.get(&p) {
-            if (id.ledger_id, id.entry_id, id.batch_index.unwrap_or(-1)) >= *end {
-                remaining.remove(&p);
-            }
+        let id = msg_id(msg.message_id());
+        got.take(id, &msg.payload.data);
+        if remaining.get(&id.0).is_some_and(|end| id >= *end) {
+            remaining.remove(&id.0);
         }
     }
     let _ = tokio::time::timeout(Duration::from_secs(10), consumer.close()).await;
-    Ok(out)
+    Ok(())
+}
+
+async fn read_once(service_url: &str, topic: &str) -> Result<Vec<Vec<u8>>, String> {
+    let consumer = independent_consumer(service_url, topic).await?;
+    let mut got = Deliveries::default();
+    read_to_end(consumer, &mut got).await?;
+    if got.redelivered > 0 {
+        eprintln!(
+            "the independent reader of {topic} was delivered {} messages again (counted once)",
+            got.redelivered
+        );
+    }
+    Ok(got.payloads)
 }
 
 pub fn numbers(payloads: &[Vec<u8>]) -> Vec<u64> {

@@ -17,6 +17,7 @@ mod faults;
 mod faults_fired;
 mod findings;
 mod produce;
+mod readback;
 mod recheck;
 mod replyloss;
 mod shrink;

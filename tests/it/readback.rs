@@ -1,0 +1,73 @@
+//! The independent reader the other tests judge verdicts by: it must count what is on the
+//! topic, not what its client happened to be delivered.
+
+use pulsar_chaos::admin::Admin;
+
+use crate::common::*;
+
+/// A delivery of an id already taken is a redelivery; the same number under two ids is a
+/// copy on the topic and stays twice.
+#[test]
+fn deliveries_keep_copies_and_drop_redeliveries() {
+    let mut got = Deliveries::default();
+    got.take((0, 7, 1, -1), b"1");
+    got.take((0, 7, 2, -1), b"2");
+    got.take((0, 7, 1, -1), b"1");
+    got.take((0, 7, 3, 0), b"2");
+    got.take((1, 7, 1, -1), b"1");
+    assert_eq!(numbers(&got.payloads), vec![1, 2, 2, 1]);
+    assert_eq!(got.redelivered, 1);
+}
+
+/// Regression (CI of 2026-12-07 read 82,550 messages of an 80,000-message topic whose broker
+/// had restarted): when the reader's topic is unloaded under it, the crate subscribes again
+/// from the earliest message and the broker delivers what was read a second time. The read
+/// still counts each message once.
+#[test]
+fn an_unload_in_the_middle_of_an_independent_read_counts_each_message_once() {
+    rt().block_on(async {
+        use futures::TryStreamExt;
+        use pulsar::{producer::ProducerOptions, Pulsar, TokioExecutor};
+        let c = &shared_standalone().cluster;
+        let topic = format!("persistent://public/default/reread-{}", rand_id());
+        let n = 300u64;
+        let pulsar: Pulsar<TokioExecutor> = Pulsar::builder(&c.service_url, TokioExecutor)
+            .build()
+            .await
+            .unwrap();
+        let mut producer = pulsar
+            .producer()
+            .with_topic(&topic)
+            .with_options(ProducerOptions::default())
+            .build()
+            .await
+            .unwrap();
+        for v in 0..n {
+            producer
+                .send_non_blocking(v.to_string().into_bytes())
+                .await
+                .unwrap()
+                .await
+                .unwrap();
+        }
+        producer.close().await.unwrap();
+
+        let mut consumer = independent_consumer(&c.service_url, &topic).await.unwrap();
+        let mut got = Deliveries::default();
+        while got.payloads.len() < 100 {
+            let msg = consumer.try_next().await.unwrap().unwrap();
+            got.take(msg_id(msg.message_id()), &msg.payload.data);
+        }
+        Admin::new(&c.admin_url).unload_topic(&topic).await.unwrap();
+        read_to_end(consumer, &mut got).await.unwrap();
+
+        let mut values = numbers(&got.payloads);
+        values.sort_unstable();
+        assert_eq!(values, (0..n).collect::<Vec<_>>());
+        assert!(
+            got.redelivered > 0,
+            "the unload did not make the broker deliver a message again; the test no longer \
+             covers the redelivery"
+        );
+    });
+}
