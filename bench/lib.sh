@@ -158,6 +158,15 @@ bench_setup() {
   trap on_signal INT TERM
 }
 
+# The tools of round $1 in the order they run: as given ($2...) in odd rounds, reversed in even
+# ones. A standalone speeds up over its first minutes (JIT, caches: a kept one went from 4,285
+# to 5,895 inputs/s over ten transform runs), so a fixed order gave the later tool of every pair
+# the faster broker; reversed every other round, the drift falls on each tool alike.
+round_order() {
+  local rep=$1; shift
+  if [ $((rep % 2)) = 1 ]; then echo "$@"; else printf '%s\n' "$@" | tac | tr '\n' ' '; fi
+}
+
 # The median of the numbers on stdin (one a line); "NA" when there are none.
 median() {
   sort -g | awk '{ v[NR] = $1 } END {

@@ -4,9 +4,10 @@
 # harness starts for this script (non-default ports) and removes at the end, on error and on
 # Ctrl-C.
 #
-# For each transaction size in TXN_SIZES it alternates A B A B ... REPEATS times each, every run
+# For each transaction size in TXN_SIZES it alternates A B B A ... REPEATS times each, every run
 # on a fresh topic, and prints messages/s per run and, per size, the median of the ratios A/B of
-# the run pairs (A_i ran just before B_i, so a drift of the machine hits both). Results go to
+# the run pairs (A_i ran next to B_i, so a drift of the machine hits both; which runs first
+# changes every round, so the standalone's own speed-up over its first minutes favours neither). Results go to
 # bench/results/producer-<UTC time>.tsv (one line per run) and .txt (the printed table).
 #
 #   bench/producer.sh                                   # the full run (see bench/README.md)
@@ -22,7 +23,7 @@
 #   MESSAGES_<T>          per-size override of both, e.g. MESSAGES_10=50000 MESSAGES_none=2000000
 #   TXN_SIZES="100 10 1000 none"   messages per transaction; "none" = no transactions
 #   REPEATS=3             A/B pairs per size
-#   CLIENTS="own"         the clients A runs through, each once per round before B: own (the
+#   CLIENTS="own"         the clients A runs through, each once per round beside B: own (the
 #                         harness's protocol client), java, go (the official clients in their
 #                         driver processes, docs/drivers.md); each gets its own ratio to the
 #                         round's B, e.g. CLIENTS="own java go" TXN_SIZES="10 100"
@@ -275,7 +276,7 @@ for t in $TXN_SIZES; do
       gen=$CLUSTER_GEN
       GOT=()
       b=""; lines=()
-      for tool in $CLIENTS pulsar-perf; do
+      for tool in $(round_order "$rep" $CLIENTS pulsar-perf); do
         if [ "$tool" = pulsar-perf ]; then
           name=pulsar-perf; ok=0; measure run_perf "$t" "$n" "$rep" || ok=1
         else

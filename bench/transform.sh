@@ -4,13 +4,13 @@
 # removes (bench/lib.sh): B1 = `pulsar-perf consume -txn` (consume and acknowledge in
 # transactions of T messages; it publishes nothing, so it does less per input than A) and
 # B2 = `pulsar-perf transaction` (consume T and publish T in each transaction, A's shape).
-# Rounds alternate A, B1, B2. Results go to bench/results/transform-<UTC time>.tsv and .txt.
+# Rounds alternate A, B1, B2 (reversed every other round: bench/lib.sh's round_order). Results go to bench/results/transform-<UTC time>.tsv and .txt.
 #
 #   bench/transform.sh                          # T=10 and 100, 3 rounds, ~10 min here
 #   TXN_SIZES=10 REPEATS=1 MESSAGES=5000 bench/transform.sh   # a smoke test, ~2 minutes
 #
 # Knobs (environment): TXN_SIZES="10 100", REPEATS=3, TOOLS="ours perf-consume-txn
-# perf-transaction" (the ones run, in this order each round), MESSAGES (inputs per run; default
+# perf-transaction" (the ones run, in this order in odd rounds, reversed in even ones), MESSAGES (inputs per run; default
 # 10,000 at T=10 and 50,000 otherwise), CONSUMERS=4 (A's consumers, B1's -n, B2's
 # -threads), CLIENT=own (A's client: own, or java / go through their drivers, docs/drivers.md;
 # java is the client B runs on), MESSAGE_SIZE=100, PERF_TIMEOUT=300, TESTCLIENT_DIR
@@ -161,7 +161,7 @@ failed=0
 for t in $TXN_SIZES; do
   n=$(messages_for "$t")
   for rep in $(seq 1 "$REPEATS"); do
-    for tool in $TOOLS; do
+    for tool in $(round_order "$rep" $TOOLS); do
       case $tool in
         ours) fn=run_ours ;; perf-consume-txn) fn=run_consume ;; *) fn=run_transaction ;;
       esac
