@@ -301,6 +301,32 @@ pub async fn independent_readback(service_url: &str, topic: &str) -> Vec<Vec<u8>
     panic!("the independent reader could not read {topic}: {failures:?}");
 }
 
+/// Writes `values` to `topic`, each in decimal as a message of its own, through a plain
+/// (non-transactional) producer of the `pulsar` crate, each send's receipt awaited.
+pub async fn produce_plain(service_url: &str, topic: &str, values: impl IntoIterator<Item = u64>) {
+    use pulsar::{producer::ProducerOptions, Pulsar, TokioExecutor};
+    let pulsar: Pulsar<TokioExecutor> = Pulsar::builder(service_url, TokioExecutor)
+        .build()
+        .await
+        .unwrap();
+    let mut producer = pulsar
+        .producer()
+        .with_topic(topic)
+        .with_options(ProducerOptions::default())
+        .build()
+        .await
+        .unwrap();
+    for v in values {
+        producer
+            .send_non_blocking(v.to_string().into_bytes())
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+    }
+    producer.close().await.unwrap();
+}
+
 /// One message as an independent read identifies it: (partition, ledger, entry, batch index).
 pub type MsgId = (i32, u64, u64, i32);
 

@@ -202,28 +202,9 @@ fn verify_names_the_gap_and_the_duplicate_of_a_plain_producer() {
         let topic = format!("persistent://public/default/plain-{}", rand_id());
         // A plain (non-transactional) producer of the pulsar crate writes 0..1000 without 500,
         // with 700 twice.
-        use pulsar::{producer::ProducerOptions, Pulsar, TokioExecutor};
-        let pulsar: Pulsar<TokioExecutor> = Pulsar::builder(&c.service_url, TokioExecutor)
-            .build()
-            .await
-            .unwrap();
-        let mut producer = pulsar
-            .producer()
-            .with_topic(&topic)
-            .with_options(ProducerOptions::default())
-            .build()
-            .await
-            .unwrap();
         let mut values: Vec<u64> = (0..1000).filter(|n| *n != 500).collect();
         values.push(700);
-        for v in values {
-            producer
-                .send_non_blocking(v.to_string().into_bytes())
-                .await
-                .unwrap()
-                .await
-                .unwrap();
-        }
+        produce_plain(&c.service_url, &topic, values).await;
         let o = run(&[
             "verify",
             "--service-url",
@@ -294,14 +275,7 @@ fn verify_names_the_gap_and_the_duplicate_of_a_plain_producer() {
         );
         // A clean topic passes.
         let clean = format!("persistent://public/default/clean-{}", rand_id());
-        let mut p2 = pulsar.producer().with_topic(&clean).build().await.unwrap();
-        for n in 0..100u64 {
-            p2.send_non_blocking(n.to_string().into_bytes())
-                .await
-                .unwrap()
-                .await
-                .unwrap();
-        }
+        produce_plain(&c.service_url, &clean, 0..100).await;
         let o = run(&[
             "verify",
             "--service-url",

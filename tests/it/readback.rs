@@ -29,30 +29,10 @@ fn deliveries_keep_copies_and_drop_redeliveries() {
 fn an_unload_in_the_middle_of_an_independent_read_counts_each_message_once() {
     rt().block_on(async {
         use futures::TryStreamExt;
-        use pulsar::{producer::ProducerOptions, Pulsar, TokioExecutor};
         let c = &shared_standalone().cluster;
         let topic = format!("persistent://public/default/reread-{}", rand_id());
         let n = 300u64;
-        let pulsar: Pulsar<TokioExecutor> = Pulsar::builder(&c.service_url, TokioExecutor)
-            .build()
-            .await
-            .unwrap();
-        let mut producer = pulsar
-            .producer()
-            .with_topic(&topic)
-            .with_options(ProducerOptions::default())
-            .build()
-            .await
-            .unwrap();
-        for v in 0..n {
-            producer
-                .send_non_blocking(v.to_string().into_bytes())
-                .await
-                .unwrap()
-                .await
-                .unwrap();
-        }
-        producer.close().await.unwrap();
+        produce_plain(&c.service_url, &topic, 0..n).await;
 
         let mut consumer = independent_consumer(&c.service_url, &topic).await.unwrap();
         let mut got = Deliveries::default();
