@@ -114,9 +114,9 @@ pub struct Connection {
 
 /// The crate's codec with its frames boxed. A `Message` is 4.8 KB (prost keeps every optional
 /// command of `BaseCommand` inline), and by value each frame was copied through the framed
-/// stream's layers, the writer's channel and a response's oneshot: `memmove` was 16 % of the
-/// harness's CPU in a transform (perf, BENCHMARKS section 5). Boxed, those moves are a pointer.
-pub(crate) struct BoxedCodec;
+/// stream's layers, the writer's channel and a response's oneshot: `memmove` was 17 % of the
+/// harness's samples in a transform, 12 % boxed (perf, BENCHMARKS section 5).
+struct BoxedCodec;
 
 impl Decoder for BoxedCodec {
     type Item = Box<Message>;
