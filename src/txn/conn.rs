@@ -142,6 +142,27 @@ impl Encoder<Box<Message>> for BoxedCodec {
     }
 }
 
+/// The connection's writer: every frame queued by the time one is taken goes out with it, in
+/// one flush. A transform's attempt queues its T ACKs (and the producer a burst of SENDs) at
+/// once; flushed one by one they reached the broker as T segments, each read on its own.
+/// Ends when the channel closes (Ok) or a write fails.
+async fn write_bursts<S>(
+    sink: &mut S,
+    rx: &mut mpsc::UnboundedReceiver<Box<Message>>,
+) -> Result<(), S::Error>
+where
+    S: futures::Sink<Box<Message>> + Unpin,
+{
+    while let Some(m) = rx.recv().await {
+        sink.feed(m).await?;
+        while let Ok(m) = rx.try_recv() {
+            sink.feed(m).await?;
+        }
+        sink.flush().await?;
+    }
+    Ok(())
+}
+
 /// `BaseCommand` of type `t` with nothing set.
 pub fn base(t: Type) -> BaseCommand {
     BaseCommand {
@@ -286,11 +307,8 @@ impl Connection {
         // Writer.
         let sh = shared.clone();
         let writer = tokio::spawn(async move {
-            while let Some(m) = rx.recv().await {
-                if let Err(e) = sink.send(m).await {
-                    sh.fail_all(&format!("write to {}: {e}", sh.addr));
-                    break;
-                }
+            if let Err(e) = write_bursts(&mut sink, &mut rx).await {
+                sh.fail_all(&format!("write to {}: {e}", sh.addr));
             }
         });
         // Reader.
@@ -748,5 +766,76 @@ mod tests {
         assert_eq!(second.command.send.as_ref().unwrap().sequence_id, 5);
         assert_eq!(second.payload.as_ref().unwrap().data, b"42");
         assert!(rest.is_empty());
+    }
+
+    /// What reaches a sink: each frame's type, and each flush.
+    #[derive(Default)]
+    struct Recorder(Vec<String>);
+
+    impl futures::Sink<Box<Message>> for Recorder {
+        type Error = std::convert::Infallible;
+
+        fn poll_ready(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Result<(), Self::Error>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn start_send(self: std::pin::Pin<&mut Self>, m: Box<Message>) -> Result<(), Self::Error> {
+            let t = m.command.r#type();
+            self.get_mut().0.push(format!("{t:?}"));
+            Ok(())
+        }
+
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Result<(), Self::Error>> {
+            self.get_mut().0.push("flush".into());
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn poll_close(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Result<(), Self::Error>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Frames queued together leave in their order with one flush after the last (an
+    /// attempt's ACKs reach the broker in one read, not one each), and a frame queued after
+    /// that flush starts a burst of its own.
+    #[tokio::test]
+    async fn the_writer_flushes_once_per_burst_of_queued_frames() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        for t in [Type::Ack, Type::Ack, Type::Send] {
+            tx.send(Box::new(Message {
+                command: base(t),
+                payload: None,
+            }))
+            .unwrap();
+        }
+        let mut sink = Recorder::default();
+        let writer = async {
+            write_bursts(&mut sink, &mut rx).await.unwrap();
+        };
+        let later = async {
+            // The writer has taken the first burst by the time it waits on the empty channel.
+            tokio::task::yield_now().await;
+            tx.send(Box::new(Message {
+                command: base(Type::EndTxn),
+                payload: None,
+            }))
+            .unwrap();
+            drop(tx);
+        };
+        tokio::join!(writer, later);
+        assert_eq!(
+            sink.0,
+            ["Ack", "Ack", "Send", "flush", "EndTxn", "flush"],
+            "frames and flushes in the order the sink saw them"
+        );
     }
 }
