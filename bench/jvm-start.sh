@@ -11,6 +11,8 @@
 #   <setting> TAB <round> TAB <ready seconds> TAB <CPU seconds, all containers of the run>
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 bin=${PULSAR_CHAOS:-target/release/pulsar-chaos}
 rounds=${ROUNDS:-3}
 topology=${TOPOLOGY:-standalone}
@@ -20,17 +22,9 @@ run_id=""
 trap '[ -n "$run_id" ] && "$bin" cluster down --run "$run_id" >/dev/null 2>&1 || true' EXIT INT TERM
 
 cpu_of_run() {
-  local total=0 id f
+  local total=0 id usec
   for id in $(docker ps -aq --no-trunc --filter "label=pulsar-chaos.run=$1"); do
-    # cgroup v2 (systemd or cgroupfs driver), the v2 half of a hybrid setup, or v1's cpuacct.
-    local usec=""
-    for f in /sys/fs/cgroup/system.slice/docker-$id.scope/cpu.stat /sys/fs/cgroup/docker/$id/cpu.stat /sys/fs/cgroup/unified/docker/$id/cpu.stat; do
-      [ -f "$f" ] && { usec=$(awk '/^usage_usec/ {print $2}' "$f"); break; }
-    done
-    if [ -z "$usec" ] && [ -f /sys/fs/cgroup/cpuacct/docker/$id/cpuacct.usage ]; then
-      usec=$(( $(cat /sys/fs/cgroup/cpuacct/docker/$id/cpuacct.usage) / 1000 ))
-    fi
-    [ -n "$usec" ] || { echo "jvm-start: no cgroup CPU figure for container $id" >&2; exit 1; }
+    usec=$(container_cpu_usec "$id") || { echo "jvm-start: no cgroup CPU figure for container $id" >&2; exit 1; }
     total=$(( total + usec ))
   done
   echo "$total"

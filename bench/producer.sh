@@ -58,6 +58,12 @@
 #      done (PerformanceProducer polls every 10 s), so it is up to 10 s too long; for a 20 s
 #      run that is a third too low. B counts send receipts (a transaction's messages are
 #      acknowledged before its commit is): its last commits are not waited for; A's are.
+#   CPU  beside each figure, the cores the standalone used over that same interval, the cores
+#      everything else used (the client under test, docker-proxy on the published port, the
+#      rest) and the idle ones (bench/lib.sh's cpu_window: 0.5-s samples of the container's
+#      cgroup and /proc/stat); the summary gives their medians and the CPU µs per message of
+#      the standalone and of the rest. Where the machine has no idle core left, the ratio is
+#      what the two sides' CPU per message makes of the 2 cores.
 #
 # The mapping (why these pulsar-perf options)
 #   A's concurrency C is the number of transactions open at once: C workers, each of which
@@ -168,7 +174,7 @@ EOF
   if [ "$complete" != true ] || [ "$committed" != "$n" ]; then
     log "A: incomplete ($committed of $n committed)"; return 1
   fi
-  RESULT="$rate $secs commit_latency_avg_ms=$lat"
+  RESULT="$rate $secs commit_latency_avg_ms=$lat;$(cpu_window $(ours_window "$pj") | tr ' ' ';')"
 }
 
 # B: pulsar-perf produce. Sets RESULT="msg_per_s seconds detail" or fails.
@@ -218,7 +224,8 @@ run_perf() {
   # -m is split evenly: each thread sends n / threads (integer division).
   local sent=$(( (n / CONCURRENCY) * CONCURRENCY ))
   RESULT=$(awk -v n="$sent" -v a="$first" -v b="$last" -v agg="${agg:-NA}" -v tf="${txn_fail:-0}" \
-    'BEGIN { s = (b - a) / 1000; printf "%.1f %.3f perf_aggregated_msg_s=%s;txn_end_failed=%s\n", n / s, s, agg, tf }')
+    -v cpu="$(cpu_window "$first" "$last" | tr ' ' ';')" \
+    'BEGIN { s = (b - a) / 1000; printf "%.1f %.3f perf_aggregated_msg_s=%s;txn_end_failed=%s;%s\n", n / s, s, agg, tf, cpu }')
 }
 
 # One measurement (not in a subshell: a replaced standalone must reach the trap), with a
@@ -324,6 +331,10 @@ done
       printf '%-8s %-7s %14s %14s %12s  %s\n' "$t" "$c" "$am" "$bm" "$rm_" "${RATIOS[$t,$c]:-none}"
     done
   done
+  echo
+  tools=""
+  for c in $CLIENTS; do tools+="$(tool_of "$c") "; done
+  cpu_summary "$TSV" "$TXN_SIZES" "${tools}pulsar-perf"
 } | tee -a "$TXT"
 log "results: $TSV and $TXT"
 [ "$failed" = 0 ] || die "some runs failed (see above)"

@@ -32,6 +32,9 @@
 #      MESSAGES inputs; the figure is MESSAGES / (its last thread's "DONE" - its first consumer
 #      subscribed: B1's "Start receiving", B2's first "Create subscriptions"), both from its
 #      own log timestamps; its own "Aggregated" line is kept in the detail.
+#   CPU  beside each figure, the cores the standalone, everything else and nothing (idle) used
+#      over that same interval (bench/lib.sh's cpu_window), and in the summary their medians
+#      with the CPU µs per input of the standalone and of the rest.
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -94,7 +97,7 @@ faults: []
 EOF
   run_scenario "$dir" "txn_size $t, repeat $rep" || return 1
   local pj=$PRODUCER_JSON
-  RESULT="$(json_value "$pj" messages_per_s) $(json_value "$pj" elapsed_s) commit_latency_avg_ms=$(json_value "$pj" commit_latency_avg_ms)"
+  RESULT="$(json_value "$pj" messages_per_s) $(json_value "$pj" elapsed_s) commit_latency_avg_ms=$(json_value "$pj" commit_latency_avg_ms);$(cpu_window $(ours_window "$pj") | tr ' ' ';')"
 }
 
 # Fill $1 with $2 plain messages (not timed).
@@ -113,8 +116,8 @@ perf_result() {
   agg=$(grep -m1 "Aggregated" "$log_file" | sed 's/.*Aggregated[^-]*--- *//' | tr -s ' ' | cut -c1-90 | tr ' ' '_' || true)
   [ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt "$a" ] \
     || { log "B: no timestamps to measure in $log_file"; return 1; }
-  RESULT=$(awk -v n="$n" -v a="$a" -v b="$b" -v agg="${agg:-NA}" \
-    'BEGIN { s = (b - a) / 1000; printf "%.1f %.3f aggregated=%s\n", n / s, s, agg }')
+  RESULT=$(awk -v n="$n" -v a="$a" -v b="$b" -v agg="${agg:-NA}" -v cpu="$(cpu_window "$a" "$b" | tr ' ' ';')" \
+    'BEGIN { s = (b - a) / 1000; printf "%.1f %.3f aggregated=%s;%s\n", n / s, s, agg, cpu }')
 }
 
 # B1: pulsar-perf consume -txn.
@@ -187,6 +190,8 @@ done
         "$(awk -F'\t' -v t="$t" -v tool="$tool" '$1 == t && $3 == tool && $6 != "NA" { print $6 }' "$TSV" | median)"
     done
   done
+  echo
+  cpu_summary "$TSV" "$TXN_SIZES" "$TOOLS"
 } | tee -a "$TXT"
 log "results: $TSV and $TXT"
 [ "$failed" = 0 ] || die "some runs failed (see above)"
