@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
-bin=${PULSAR_CHAOS:-target/release/pulsar-chaos}
+bin=$PULSAR_CHAOS   # bench/lib.sh: target/release/pulsar-chaos unless set
 rounds=${ROUNDS:-3}
 topology=${TOPOLOGY:-standalone}
 out="bench/results/jvm-start-$(date -u +%Y%m%dT%H%M%SZ).tsv"

@@ -18,8 +18,9 @@ use crate::policy::{self, CommitState, Step};
 use crate::scenario::ResendPolicy;
 use crate::txn::coordinator::classify_commit;
 
+use super::gather::{key, Input};
 use super::source::Hand;
-use super::worker::{key, ranges, Input, Ready};
+use super::worker::{ranges, Ready};
 use super::Transformer;
 
 impl Transformer {

@@ -15,7 +15,8 @@ use crate::scenario::transform::{ConflictProbe, SUBSCRIPTION};
 use crate::txn::consumer::{classify_ack, AckAnswer, AckKind};
 use crate::txn::TxnError;
 
-use super::worker::{answer_words, Input, Worker};
+use super::gather::Input;
+use super::worker::{answer_words, Worker};
 use super::Transformer;
 
 impl Transformer {

@@ -20,7 +20,8 @@ use tokio::sync::{oneshot, Notify};
 
 use crate::history::{EventBody, TxnId};
 
-use super::worker::{ranges, Input, Worker};
+use super::gather::Input;
+use super::worker::{ranges, Worker};
 use super::Transformer;
 
 /// What a worker did when it closed its consumers for a restart.

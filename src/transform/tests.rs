@@ -3,10 +3,9 @@
 
 use pulsar::message::proto::{MessageIdData, ServerError};
 
+use super::gather::{batch_ready, receiver_queue, round_wait, Input};
 use super::probe::probe_outcome;
-use super::worker::{
-    batch_ready, probe_target, ranges, receiver_queue, round_wait, Input, Registered,
-};
+use super::worker::{probe_target, ranges, Registered};
 use crate::history::ProbeOutcome;
 use crate::txn::consumer::{classify_ack, Received};
 use crate::txn::TxnError;

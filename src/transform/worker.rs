@@ -1,9 +1,9 @@
-//! A worker of the transform: its consumers (one per input partition), the inputs it gathers,
-//! and one transaction over them up to its commit, which it hands to a task of its own (up to
+//! A worker of the transform: its loop, and one transaction over the inputs it gathered
+//! (`gather.rs`) up to its commit, which it hands to a task of its own (up to
 //! `COMMITS_IN_FLIGHT` at once) before it gathers the next batch (see the module above for
-//! what becomes of each ending).
+//! what becomes of each ending); the spare transactions it opens ahead.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,81 +13,33 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::drivers::SubscribeArgs;
 use crate::history::{EventBody, Ranges, TxnId};
 use crate::journal::Record;
 use crate::scenario::transform::{ConflictProbe, SUBSCRIPTION};
-use crate::scenario::SubscriptionType;
-use crate::txn::consumer::{AckAnswer, ConsumerOptions, Received, SubType, TxnConsumer};
+use crate::txn::consumer::AckAnswer;
 
-use super::source::{answer_class, Driven, Hand, Source};
+use super::gather::Input;
+use super::source::{answer_class, Hand, Source};
 use super::Transformer;
 
-/// Commits a worker has under way at once, each in a task of its own (as the producer's
-/// default `commits_in_flight`): while they wait for END_TXN the worker gathers and processes
-/// the next batch. A fixed number, not a scenario key.
 /// Spare transactions a worker keeps opened ahead. One was not enough: a spare's NEW_TXN and
 /// registrations are three writes to the coordinator's log (about 6 ms on 2 cores), longer
 /// than an attempt's own work at T=10 (about 5 ms), so each attempt waited about 4 ms for its
 /// spare (measured: 15.5 s of 37 s of workers' time in a 40,000-input run).
 const SPARES: usize = 2;
 
+/// Commits a worker has under way at once, each in a task of its own (as the producer's
+/// default `commits_in_flight`): while they wait for END_TXN the worker gathers and processes
+/// the next batch. A fixed number, not a scenario key.
 const COMMITS_IN_FLIGHT: usize = crate::scenario::DEFAULT_COMMITS_IN_FLIGHT as usize;
-
-/// How long a short batch waits for more inputs after its first. Taking only what the
-/// consumers held made transactions of 30 inputs on average at T=100 (3,329 for 100,000
-/// inputs), and the broker's work per transaction (its coordinator's log writes, a marker per
-/// partition) made the run broker-bound at 1.35-1.55 cores.
-const LINGER: Duration = Duration::from_millis(20);
-
-/// How long `gather` waits on the first partition of a round: for a first input when none is
-/// in hand (`linger_until` unset), for the rest of the linger after a round that found the
-/// consumers empty, else not at all (what they hold is taken as it is).
-pub(super) fn round_wait(
-    linger_until: Option<Instant>,
-    idle_round: bool,
-    now: Instant,
-) -> Duration {
-    match linger_until {
-        None => Duration::from_millis(100),
-        Some(until) if idle_round => until.saturating_duration_since(now),
-        Some(_) => Duration::ZERO,
-    }
-}
-
-/// Whether `gather` returns its batch after a round: full, or short with nothing more come in
-/// that round once the linger has run out.
-pub(super) fn batch_ready(
-    len: usize,
-    want: usize,
-    got: bool,
-    linger_until: Option<Instant>,
-    now: Instant,
-) -> bool {
-    len >= want || (len > 0 && !got && linger_until.is_some_and(|until| now >= until))
-}
-
-/// A message's place: input partition, ledger, entry, batch index (-1: not batched).
-pub(super) type Key = (usize, u64, u64, i32);
-
-pub(super) fn key(p: usize, id: &MessageIdData) -> Key {
-    (p, id.ledger_id, id.entry_id, id.batch_index.unwrap_or(-1))
-}
-
-/// One input in hand: its partition, the message, its number.
-pub(super) struct Input {
-    pub(super) partition: usize,
-    pub(super) msg: Received,
-    pub(super) n: u64,
-}
 
 /// A worker's own state.
 pub(super) struct Worker {
     pub(super) id: u32,
     /// One consumer per input partition; `None` while it cannot subscribe.
     pub(super) consumers: Vec<Option<Source>>,
-    next_partition: usize,
-    nudge: u64,
+    pub(super) next_partition: usize,
+    pub(super) nudge: u64,
     /// Its commit tasks; each holds one of `slots` until it has finished.
     commits: JoinSet<()>,
     slots: Arc<Semaphore>,
@@ -162,32 +114,6 @@ pub(super) fn ranges(numbers: &[u64]) -> Ranges {
     out
 }
 
-/// Messages a consumer may have on their way to it (FLOW permits; the official clients'
-/// receiver queue): ten transactions' worth, 100 to 1,000. Two transactions' worth (until
-/// 2026-12-04) starved the consumers at T=10: a FLOW goes out once half are taken, and the
-/// broker's next messages came after the worker had gathered what it held (measured: workers
-/// waiting in `gather` 5.7 s of 30 s; 1.1 s with 100).
-pub(super) fn receiver_queue(txn_size: u32) -> u32 {
-    (txn_size * 10).clamp(100, 1000)
-}
-
-/// The subscription type as the driver protocol names it.
-fn sub_type_name(t: SubscriptionType) -> &'static str {
-    match t {
-        SubscriptionType::Shared => "shared",
-        SubscriptionType::Failover => "failover",
-        SubscriptionType::KeyShared => "key_shared",
-    }
-}
-
-fn sub_type(t: SubscriptionType) -> SubType {
-    match t {
-        SubscriptionType::Shared => SubType::Shared,
-        SubscriptionType::Failover => SubType::Failover,
-        SubscriptionType::KeyShared => SubType::KeyShared,
-    }
-}
-
 impl Transformer {
     /// Gather a batch, carry its transaction up to the commit, hand the commit to a task and
     /// gather the next, until the run is over; then wait for the commit tasks before closing
@@ -252,164 +178,6 @@ impl Transformer {
     fn task_ended(&self, r: Result<(), tokio::task::JoinError>) {
         if let Err(e) = r {
             self.stop(&format!("a transform commit task panicked: {e}"));
-        }
-    }
-
-    /// The consumer of partition `p`, subscribed (again) when it has none.
-    async fn consumer<'a>(&self, w: &'a mut Worker, p: usize) -> Option<&'a mut Source> {
-        if w.consumers[p].is_none() {
-            if let Some(d) = &self.driver {
-                let name = format!("{}-c{}", self.cfg.name, w.id);
-                let args = SubscribeArgs {
-                    topic: &self.input_partitions[p],
-                    subscription: SUBSCRIPTION,
-                    sub_type: sub_type_name(self.cfg.sub_type),
-                    consumer_name: &name,
-                    receiver_queue: receiver_queue(self.cfg.txn_size),
-                };
-                match Driven::subscribe(d, &args, self.cfg.op_timeout).await {
-                    Ok(c) => w.consumers[p] = Some(Source::Driven(c)),
-                    Err(a) => {
-                        if let crate::drivers::Answer::Gone(why) = &a {
-                            self.stop(&format!("the {} driver ended: {why}", d.kind));
-                        }
-                        tracing::debug!("subscribe to {}: {a}", self.input_partitions[p]);
-                        return None;
-                    }
-                }
-                return w.consumers[p].as_mut();
-            }
-            let opts = ConsumerOptions {
-                sub_type: sub_type(self.cfg.sub_type),
-                permits: receiver_queue(self.cfg.txn_size),
-                consumer_name: Some(format!("{}-c{}", self.cfg.name, w.id)),
-            };
-            match TxnConsumer::subscribe(
-                &self.client,
-                &self.input_partitions[p],
-                SUBSCRIPTION,
-                opts,
-            )
-            .await
-            {
-                Ok(c) => w.consumers[p] = Some(Source::Own(c)),
-                Err(e) => {
-                    tracing::debug!("subscribe to {}: {e}", self.input_partitions[p]);
-                    return None;
-                }
-            }
-        }
-        w.consumers[p].as_mut()
-    }
-
-    /// Drop partition `p`'s consumer (its unacknowledged messages go back to the subscription
-    /// when the broker sees it gone); the next use subscribes again.
-    pub(super) fn lost(&self, w: &mut Worker, p: usize, why: &str) {
-        if w.consumers[p].take().is_some() {
-            self.counts.reconnects.fetch_add(1, Ordering::Relaxed);
-            self.history.record(EventBody::Note {
-                message: format!(
-                    "transform: consumer {} of {} lost ({why}); subscribing again",
-                    w.id, self.input_partitions[p]
-                ),
-            });
-        }
-    }
-
-    /// Up to `txn_size` inputs: once one has come, what the consumers have, and what comes
-    /// within `LINGER` of the first while the batch is short. Empty when the run is over.
-    /// Counts the worker busy from its first input on.
-    async fn gather(&self, w: &mut Worker, deadline: Instant) -> Vec<Input> {
-        let parts = self.input_partitions.len();
-        let want = self.cfg.txn_size as usize;
-        let mut batch: Vec<Input> = Vec::new();
-        let mut seen: HashSet<Key> = HashSet::new();
-        // Set at the first input: until then a short batch may wait for more.
-        let mut linger_until: Option<Instant> = None;
-        // The last round over the partitions found nothing in hand.
-        let mut idle_round = false;
-        loop {
-            if self.is_over() || Instant::now() >= deadline {
-                if !batch.is_empty() {
-                    self.busy.fetch_sub(1, Ordering::SeqCst);
-                }
-                return Vec::new();
-            }
-            let nudge = self.nudge.load(Ordering::SeqCst);
-            if nudge != w.nudge {
-                w.nudge = nudge;
-                for c in w.consumers.iter_mut().flatten() {
-                    c.redeliver_all();
-                }
-            }
-            let mut got = false;
-            for i in 0..parts {
-                let p = (w.next_partition + i) % parts;
-                // Waiting on one partition per round.
-                let wait = if i == 0 {
-                    round_wait(linger_until, idle_round, Instant::now())
-                } else {
-                    Duration::ZERO
-                };
-                while batch.len() < want {
-                    let Some(c) = self.consumer(w, p).await else {
-                        break;
-                    };
-                    match c.receive(wait).await {
-                        Ok(Some(m)) => {
-                            let k = key(p, &m.id);
-                            if self.done.lock().expect("lock").contains(&k) || !seen.insert(k) {
-                                self.counts.stale_copies.fetch_add(1, Ordering::Relaxed);
-                                continue;
-                            }
-                            let Some(n) = crate::checker::parse_number(&m.payload) else {
-                                self.stop(&format!(
-                                    "an input of {} is not a number: {:?}",
-                                    self.input_partitions[p],
-                                    String::from_utf8_lossy(&m.payload)
-                                ));
-                                break;
-                            };
-                            if m.redelivery_count > 0 {
-                                self.counts.received_again.fetch_add(1, Ordering::Relaxed);
-                            }
-                            if batch.is_empty() {
-                                self.busy.fetch_add(1, Ordering::SeqCst);
-                                linger_until.get_or_insert(Instant::now() + LINGER);
-                            }
-                            self.activity.fetch_add(1, Ordering::SeqCst);
-                            batch.push(Input {
-                                partition: p,
-                                msg: m,
-                                n,
-                            });
-                            got = true;
-                            if wait > Duration::ZERO {
-                                break;
-                            }
-                        }
-                        Ok(None) => break,
-                        Err(e) => {
-                            // What it held goes back to the subscription.
-                            batch.retain(|x| x.partition != p);
-                            if batch.is_empty() {
-                                linger_until = None;
-                            }
-                            self.lost(w, p, &e);
-                            if batch.is_empty() && got {
-                                self.busy.fetch_sub(1, Ordering::SeqCst);
-                                got = false;
-                            }
-                            break;
-                        }
-                    }
-                }
-            }
-            w.next_partition = (w.next_partition + 1) % parts;
-            if batch_ready(batch.len(), want, got, linger_until, Instant::now()) {
-                return batch;
-            }
-            idle_round = !got;
         }
     }
 
