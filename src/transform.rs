@@ -185,7 +185,7 @@ pub struct Transformer {
     committed: Mutex<BTreeSet<u64>>,
     /// The messages of those inputs: a copy that comes again (a redelivery asked while it was
     /// on its way) is dropped, not processed again.
-    done: Mutex<std::collections::HashSet<gather::Key>>,
+    done: Mutex<std::collections::HashSet<source::Key>>,
     /// In-flight transactions (#19780), as the producer's: an attempt is journaled (synced
     /// beside its SENDs and ACKs, before its commit) and cleared once its outcome is definitive; `run --resume` settles the rest.
     journal: Journal,

@@ -18,8 +18,7 @@ use crate::policy::{self, CommitState, Step};
 use crate::scenario::ResendPolicy;
 use crate::txn::coordinator::classify_commit;
 
-use super::gather::{key, Input};
-use super::source::Hand;
+use super::source::{key, Hand, Input};
 use super::worker::{ranges, Ready};
 use super::Transformer;
 

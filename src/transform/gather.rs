@@ -6,16 +6,15 @@ use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use pulsar::message::proto::MessageIdData;
 use tokio::time::Instant;
 
 use crate::drivers::SubscribeArgs;
 use crate::history::EventBody;
 use crate::scenario::transform::SUBSCRIPTION;
 use crate::scenario::SubscriptionType;
-use crate::txn::consumer::{ConsumerOptions, Received, SubType, TxnConsumer};
+use crate::txn::consumer::{ConsumerOptions, SubType, TxnConsumer};
 
-use super::source::{Driven, Source};
+use super::source::{key, Driven, Input, Key, Source};
 use super::worker::Worker;
 use super::Transformer;
 
@@ -50,20 +49,6 @@ pub(super) fn batch_ready(
     now: Instant,
 ) -> bool {
     len >= want || (len > 0 && !got && linger_until.is_some_and(|until| now >= until))
-}
-
-/// A message's place: input partition, ledger, entry, batch index (-1: not batched).
-pub(super) type Key = (usize, u64, u64, i32);
-
-pub(super) fn key(p: usize, id: &MessageIdData) -> Key {
-    (p, id.ledger_id, id.entry_id, id.batch_index.unwrap_or(-1))
-}
-
-/// One input in hand: its partition, the message, its number.
-pub(super) struct Input {
-    pub(super) partition: usize,
-    pub(super) msg: Received,
-    pub(super) n: u64,
 }
 
 /// Messages a consumer may have on their way to it (FLOW permits; the official clients'

@@ -15,7 +15,7 @@ use crate::scenario::transform::{ConflictProbe, SUBSCRIPTION};
 use crate::txn::consumer::{classify_ack, AckAnswer, AckKind};
 use crate::txn::TxnError;
 
-use super::gather::Input;
+use super::source::Input;
 use super::worker::{answer_words, Worker};
 use super::Transformer;
 

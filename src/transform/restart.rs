@@ -20,7 +20,7 @@ use tokio::sync::{oneshot, Notify};
 
 use crate::history::{EventBody, TxnId};
 
-use super::gather::Input;
+use super::source::Input;
 use super::worker::{ranges, Worker};
 use super::Transformer;
 

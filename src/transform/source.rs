@@ -15,6 +15,20 @@ use crate::txn::consumer::{
     classify_ack, AckAnswer, AckKind, ConsumerHandle, Received, TxnConsumer,
 };
 
+/// A message's place: input partition, ledger, entry, batch index (-1: not batched).
+pub(super) type Key = (usize, u64, u64, i32);
+
+pub(super) fn key(p: usize, id: &MessageIdData) -> Key {
+    (p, id.ledger_id, id.entry_id, id.batch_index.unwrap_or(-1))
+}
+
+/// One input in hand: its partition, the message, its number.
+pub(super) struct Input {
+    pub(super) partition: usize,
+    pub(super) msg: Received,
+    pub(super) n: u64,
+}
+
 /// One input partition's consumer of a worker.
 pub(super) enum Source {
     Own(TxnConsumer),

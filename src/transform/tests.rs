@@ -3,8 +3,9 @@
 
 use pulsar::message::proto::{MessageIdData, ServerError};
 
-use super::gather::{batch_ready, receiver_queue, round_wait, Input};
+use super::gather::{batch_ready, receiver_queue, round_wait};
 use super::probe::probe_outcome;
+use super::source::Input;
 use super::worker::{probe_target, ranges, Registered};
 use crate::history::ProbeOutcome;
 use crate::txn::consumer::{classify_ack, Received};

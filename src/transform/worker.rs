@@ -18,8 +18,7 @@ use crate::journal::Record;
 use crate::scenario::transform::{ConflictProbe, SUBSCRIPTION};
 use crate::txn::consumer::AckAnswer;
 
-use super::gather::Input;
-use super::source::{answer_class, Hand, Source};
+use super::source::{answer_class, Hand, Input, Source};
 use super::Transformer;
 
 /// Spare transactions a worker keeps opened ahead. One was not enough: a spare's NEW_TXN and
