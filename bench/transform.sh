@@ -10,7 +10,8 @@
 #   TXN_SIZES=10 REPEATS=1 MESSAGES=5000 bench/transform.sh   # a smoke test, ~2 minutes
 #
 # Knobs (environment): TXN_SIZES="10 100", REPEATS=3, TOOLS="ours perf-consume-txn
-# perf-transaction" (the ones run, in this order in odd rounds, reversed in even ones), MESSAGES (inputs per run; default
+# perf-transaction"; also perf-consume, C below (the ones run, in this order in odd rounds,
+# reversed in even ones), MESSAGES (inputs per run; default
 # 10,000 at T=10 and 50,000 otherwise), CONSUMERS=4 (A's consumers, B1's -n, B2's
 # -threads), CLIENT=own (A's client: own, or java / go through their drivers, docs/drivers.md;
 # java is the client B runs on), MESSAGE_SIZE=100, PERF_TIMEOUT=300, TESTCLIENT_DIR
@@ -32,6 +33,9 @@
 #      MESSAGES inputs; the figure is MESSAGES / (its last thread's "DONE" - its first consumer
 #      subscribed: B1's "Start receiving", B2's first "Create subscriptions"), both from its
 #      own log timestamps; its own "Aggregated" line is kept in the detail.
+#   C  (`perf-consume`, not run unless named) `pulsar-perf consume` without transactions on
+#      the same fill and subscription, measured as B1: the rate at which the broker dispatches
+#      that input at all, the ceiling of A and B on it.
 #   CPU  beside each figure, the cores the standalone, everything else and nothing (idle) used
 #      over that same interval (bench/lib.sh's cpu_window), and in the summary their medians
 #      with the CPU µs per input of the standalone and of the rest.
@@ -120,6 +124,19 @@ perf_result() {
     'BEGIN { s = (b - a) / 1000; printf "%.1f %.3f aggregated=%s;%s\n", n / s, s, agg, cpu }')
 }
 
+# C: pulsar-perf consume without transactions, the same fill and subscription: how fast the
+# broker dispatches this input at all (the ceiling of every transform on it).
+run_plain() {
+  local t=$1 n=$2 rep=$3
+  SEQ=$((SEQ + 1))
+  local topic="persistent://public/default/bench-tp-$t-$STAMP-$SEQ" log_file="$WORK_DIR/c-$t-$rep-$SEQ.log"
+  fill "$topic" "$n" || return 1
+  perf "$log_file" consume -u "$SERVICE_URL" -m "$n" -n "$CONSUMERS" -ss bench -st Shared \
+    -sp Earliest -i 1 "$topic" \
+    || { log "C failed (txn_size $t, repeat $rep; log: $log_file)"; return 1; }
+  perf_result "$log_file" "$n" "PerformanceConsumer - Start receiving"
+}
+
 # B1: pulsar-perf consume -txn.
 run_consume() {
   local t=$1 n=$2 rep=$3
@@ -166,7 +183,8 @@ for t in $TXN_SIZES; do
   for rep in $(seq 1 "$REPEATS"); do
     for tool in $(round_order "$rep" $TOOLS); do
       case $tool in
-        ours) fn=run_ours ;; perf-consume-txn) fn=run_consume ;; *) fn=run_transaction ;;
+        ours) fn=run_ours ;; perf-consume-txn) fn=run_consume ;; perf-consume) fn=run_plain ;;
+        *) fn=run_transaction ;;
       esac
       RESULT=""
       if "$fn" "$t" "$n" "$rep" && [ -n "$RESULT" ]; then
