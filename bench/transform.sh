@@ -124,30 +124,28 @@ perf_result() {
     'BEGIN { s = (b - a) / 1000; printf "%.1f %.3f aggregated=%s;%s\n", n / s, s, agg, cpu }')
 }
 
-# C: pulsar-perf consume without transactions, the same fill and subscription: how fast the
-# broker dispatches this input at all (the ceiling of every transform on it).
-run_plain() {
-  local t=$1 n=$2 rep=$3
+# `pulsar-perf consume` from the earliest position of a filled input on a Shared subscription,
+# with $6... added to its options. $1 the tool's name in the log, $2 its topic tag, $3 T, $4 n,
+# $5 the round.
+run_perf_consume() {
+  local name=$1 tag=$2 t=$3 n=$4 rep=$5
+  shift 5
   SEQ=$((SEQ + 1))
-  local topic="persistent://public/default/bench-tp-$t-$STAMP-$SEQ" log_file="$WORK_DIR/c-$t-$rep-$SEQ.log"
+  local topic="persistent://public/default/bench-$tag-$t-$STAMP-$SEQ" log_file
+  log_file="$WORK_DIR/$(tr '[:upper:]' '[:lower:]' <<<"$name")-$t-$rep-$SEQ.log"
   fill "$topic" "$n" || return 1
   perf "$log_file" consume -u "$SERVICE_URL" -m "$n" -n "$CONSUMERS" -ss bench -st Shared \
-    -sp Earliest -i 1 "$topic" \
-    || { log "C failed (txn_size $t, repeat $rep; log: $log_file)"; return 1; }
+    -sp Earliest "$@" -i 1 "$topic" \
+    || { log "$name failed (txn_size $t, repeat $rep; log: $log_file)"; return 1; }
   perf_result "$log_file" "$n" "PerformanceConsumer - Start receiving"
 }
 
 # B1: pulsar-perf consume -txn.
-run_consume() {
-  local t=$1 n=$2 rep=$3
-  SEQ=$((SEQ + 1))
-  local topic="persistent://public/default/bench-tc-$t-$STAMP-$SEQ" log_file="$WORK_DIR/b1-$t-$rep-$SEQ.log"
-  fill "$topic" "$n" || return 1
-  perf "$log_file" consume -u "$SERVICE_URL" -m "$n" -n "$CONSUMERS" -ss bench -st Shared \
-    -sp Earliest -txn -nmt "$t" -tto 30 -i 1 "$topic" \
-    || { log "B1 failed (txn_size $t, repeat $rep; log: $log_file)"; return 1; }
-  perf_result "$log_file" "$n" "PerformanceConsumer - Start receiving"
-}
+run_consume() { run_perf_consume B1 tc "$1" "$2" "$3" -txn -nmt "$1" -tto 30; }
+
+# C: pulsar-perf consume without transactions, the same fill and subscription: how fast the
+# broker dispatches this input at all (the ceiling of every transform on it).
+run_plain() { run_perf_consume C tp "$1" "$2" "$3"; }
 
 # B2: pulsar-perf transaction (consume T, publish T, one transaction).
 run_transaction() {
