@@ -1,6 +1,7 @@
 //! One binary-protocol connection to a broker, owned by the harness: CONNECT, PING/PONG,
 //! request-id matching (ACK_RESPONSE included), send receipts by (producer id, sequence id),
-//! consumer messages by consumer id. Built on the `pulsar` crate's frame codec and protocol types.
+//! consumer messages by consumer id. Built on the `pulsar` crate's frame decoder and protocol types;
+//! frames are written by `frame.rs`.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -138,7 +139,7 @@ impl Encoder<Box<Message>> for BoxedCodec {
         m: Box<Message>,
         dst: &mut bytes::BytesMut,
     ) -> Result<(), ConnectionError> {
-        Codec.encode(*m, dst)
+        super::frame::encode(&m, dst)
     }
 }
 

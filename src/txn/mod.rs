@@ -10,6 +10,7 @@ pub mod conn;
 pub mod consumer;
 pub mod coordinator;
 pub mod entry;
+pub mod frame;
 pub mod producer;
 pub mod reader;
 
