@@ -32,12 +32,13 @@ pub fn crc32c(bytes: &[u8]) -> u32 {
 /// Append `m` as one frame to `dst`.
 pub fn encode(m: &Message, dst: &mut BytesMut) -> Result<(), ConnectionError> {
     let command_size = m.command.encoded_len();
+    let metadata_size = m.payload.as_ref().map_or(0, |p| p.metadata.encoded_len());
     // After the total size: the command size and the command, then for a payload the magic,
     // the checksum, the metadata size, the metadata and the data.
     let payload_part = m
         .payload
         .as_ref()
-        .map_or(0, |p| 2 + 4 + 4 + p.metadata.encoded_len() + p.data.len());
+        .map_or(0, |p| 2 + 4 + 4 + metadata_size + p.data.len());
     let total = 4 + command_size + payload_part;
     dst.reserve(4 + total);
     dst.put_u32(total as u32);
@@ -48,7 +49,7 @@ pub fn encode(m: &Message, dst: &mut BytesMut) -> Result<(), ConnectionError> {
         let checksum_at = dst.len();
         dst.put_u32(0);
         let covered_from = dst.len();
-        dst.put_u32(p.metadata.encoded_len() as u32);
+        dst.put_u32(metadata_size as u32);
         p.metadata.encode(dst)?;
         dst.put_slice(&p.data);
         let crc = crc32c(&dst[covered_from..]);
