@@ -61,14 +61,6 @@ pub(super) fn receiver_queue(txn_size: u32) -> u32 {
 }
 
 /// The subscription type as the driver protocol names it.
-fn sub_type_name(t: SubscriptionType) -> &'static str {
-    match t {
-        SubscriptionType::Shared => "shared",
-        SubscriptionType::Failover => "failover",
-        SubscriptionType::KeyShared => "key_shared",
-    }
-}
-
 fn sub_type(t: SubscriptionType) -> SubType {
     match t {
         SubscriptionType::Shared => SubType::Shared,
@@ -86,7 +78,7 @@ impl Transformer {
                 let args = SubscribeArgs {
                     topic: &self.input_partitions[p],
                     subscription: SUBSCRIPTION,
-                    sub_type: sub_type_name(self.cfg.sub_type),
+                    sub_type: self.cfg.sub_type.as_str(),
                     consumer_name: &name,
                     receiver_queue: receiver_queue(self.cfg.txn_size),
                 };

@@ -29,13 +29,20 @@ pub enum SubscriptionType {
     KeyShared,
 }
 
-impl std::fmt::Display for SubscriptionType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
+impl SubscriptionType {
+    /// The name the scenario file gives it, which the drivers' protocol uses too.
+    pub fn as_str(self) -> &'static str {
+        match self {
             SubscriptionType::Shared => "shared",
             SubscriptionType::Failover => "failover",
             SubscriptionType::KeyShared => "key_shared",
-        })
+        }
+    }
+}
+
+impl std::fmt::Display for SubscriptionType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

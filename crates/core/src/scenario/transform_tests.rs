@@ -268,3 +268,16 @@ fn conflict_probe_refuses_unknown_values_the_producer_and_official_clients() {
         "abort (the default) goes with any client"
     );
 }
+
+#[test]
+fn subscription_type_names_are_the_scenario_keys() {
+    // The drivers' protocol sends `as_str`; a scenario file spells the same names.
+    for t in [
+        SubscriptionType::Shared,
+        SubscriptionType::Failover,
+        SubscriptionType::KeyShared,
+    ] {
+        assert_eq!(serde_json::to_value(t).unwrap(), t.as_str());
+        assert_eq!(t.to_string(), t.as_str());
+    }
+}
